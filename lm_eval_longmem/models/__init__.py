@@ -1,0 +1,1 @@
+"""The `longmem` model wrapper, its backends (methods/) and its memory-lean scoring."""

@@ -1,0 +1,192 @@
+"""`LongMemLM`: lm-eval's HFLM with a long-memory method plugged in (`--model longmem`).
+
+Thin on purpose. It parses `method=` and that method's arguments out of `--model_args`,
+loads the embedded default model when no `pretrained=` is given, lets the method edit the
+config and patch the model, and replaces HFLM's scoring with `TeacherForcedScorer`, which
+keeps logits only for scored positions and refuses (rather than silently truncates) inputs
+longer than the model takes. Everything else is HFLM's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import torch
+from lm_eval.models.huggingface import HFLM
+from tqdm import tqdm
+
+from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.hub import loading_from_hub, offline_context
+from lm_eval_longmem.models.context_length import training_length, usable_context_length
+from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
+from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+from lm_eval_longmem.requests import token_ids_of
+
+logger = logging.getLogger(__name__)
+
+# Keyword arguments HFLM hands to `from_pretrained` that are not config attributes.
+FROM_PRETRAINED_OPTIONS = frozenset(
+    {
+        "attn_implementation", "device_map", "low_cpu_mem_usage", "load_in_8bit", "load_in_4bit",
+        "bnb_4bit_compute_dtype", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant",
+        "use_safetensors", "cache_dir", "local_files_only", "token", "variant", "offload_state_dict",
+        "key_mapping", "use_kernels", "experts_implementation",
+    }
+)
+_HFLM_PARAMETERS = frozenset(inspect.signature(HFLM.__init__).parameters) - {"self", "kwargs"}
+
+
+class ContextTooLongError(ValueError):
+    """An input is longer than the model takes; memory tests are never silently truncated."""
+
+
+class UnknownModelArgumentError(ValueError):
+    """A `--model_args` key is neither ours, HFLM's, a from_pretrained option nor a config field."""
+
+
+class ScoringOutOfMemoryError(RuntimeError):
+    """Scoring one input ran out of memory; the message says which and how to go on."""
+
+
+def resolve_device(device: str | None) -> str | None:
+    """lm-eval defaults to `cuda:0`; on a machine without CUDA, use the CPU instead."""
+    if device and device.startswith("cuda") and not torch.cuda.is_available():
+        logger.info("CUDA is not available: running on the CPU instead of %s.", device)
+        return "cpu"
+    return device
+
+
+class LongMemLM(HFLM):
+    def __init__(self, pretrained=None, method: str = DEFAULT_METHOD, device: str | None = "cuda", **kwargs):
+        method_cls = get_method(method)
+        method_args, other = split_method_args(method_cls, kwargs)
+        self.longmem_method = build_method(method, method_args)
+        self._config_overrides = {
+            k: other.pop(k) for k in list(other) if k not in _HFLM_PARAMETERS and k not in FROM_PRETRAINED_OPTIONS
+        }
+        self.uses_default_model = pretrained is None
+        if pretrained is None:
+            pretrained = str(default_model_dir())
+        with loading_from_hub(pretrained):
+            super().__init__(pretrained=pretrained, device=resolve_device(device), **other)
+        if self.backend != "causal":
+            raise ValueError("--model longmem supports decoder-only (causal) models only.")
+        self._model = self.longmem_method.prepare_model(self._model)
+        self.scorer = TeacherForcedScorer(self.model)
+
+    # --- model construction hooks (HFLM calls these from its __init__) ----------------------
+    def _get_config(self, pretrained, **kwargs) -> None:
+        super()._get_config(pretrained, **kwargs)
+        unknown = sorted(k for k in self._config_overrides if not hasattr(self._config, k))
+        if unknown:
+            raise UnknownModelArgumentError(self._unknown_arguments_message(unknown))
+        for key, value in self._config_overrides.items():
+            setattr(self._config, key, value)
+        self.longmem_method.prepare_config(self._config)
+
+    def _create_model(self, pretrained, **kwargs) -> None:
+        # Pass our (possibly edited) config so the method's changes reach the weights' model.
+        if isinstance(pretrained, str):
+            kwargs.setdefault("config", self._config)
+        super()._create_model(pretrained, **kwargs)
+
+    def _unknown_arguments_message(self, unknown: list[str]) -> str:
+        from lm_eval_longmem.models.methods.arguments import describe_fields
+
+        method_fields = describe_fields(type(self.longmem_method).Args) or ["(none)"]
+        return (
+            f"Unknown --model_args {', '.join(unknown)} for --model longmem (method="
+            f"{self.longmem_method.name}).\n  Arguments of method={self.longmem_method.name}:\n    "
+            + "\n    ".join(method_fields)
+            + "\n  Wrapper arguments: method, "
+            + ", ".join(sorted(_HFLM_PARAMETERS))
+            + "\n  Also accepted: Hugging Face from_pretrained options ("
+            + ", ".join(sorted(FROM_PRETRAINED_OPTIONS))
+            + ") and attributes of the model's config."
+        )
+
+    # --- lengths ------------------------------------------------------------------------
+    @property
+    def max_length(self) -> int:
+        return usable_context_length(self.config, self.longmem_method, self._max_length, self.tokenizer)
+
+    # --- scoring ------------------------------------------------------------------------
+    def _encode_pair(self, context, continuation):
+        """Token-exact requests (`TokenText`) keep their ids; plain strings go through HFLM."""
+        context_ids, continuation_ids = token_ids_of(context), token_ids_of(continuation)
+        if context_ids is not None and continuation_ids is not None:
+            return list(context_ids), list(continuation_ids)
+        return super()._encode_pair(context, continuation)
+
+    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
+        for (request_str, context_ids, continuation_ids) in requests:
+            self._check_fits(len(context_ids) + len(continuation_ids) - 1, request_str)
+        batch_size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 1)
+        order = sorted(range(len(requests)), key=lambda i: -(len(requests[i][1]) + len(requests[i][2])))
+        results = [None] * len(requests)
+        progress = tqdm(
+            total=len(requests), desc="longmem scoring", disable=disable_tqdm or self.rank != 0, unit="req"
+        )
+        for first in range(0, len(order), batch_size):
+            chunk = order[first : first + batch_size]
+            rows = [(requests[i][1] + requests[i][2])[:-1] for i in chunk]
+            # row = (context + continuation)[:-1]: the prediction at position p is for token p + 1,
+            # so the continuation is predicted from the last len(continuation) positions.
+            spans = [ScoredSpan(len(row) - len(requests[i][2]), tuple(requests[i][2])) for row, i in zip(rows, chunk)]
+            scores = self._score_rows(rows, spans)
+            for i, score in zip(chunk, scores):
+                results[i] = score
+                request_str = requests[i][0]
+                if request_str is not None:
+                    self.cache_hook.add_partial("loglikelihood", request_str, score)
+            progress.update(len(chunk))
+        progress.close()
+        return results
+
+    def _score_rows(self, rows, spans):
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        batch = torch.full((len(rows), width), pad, dtype=torch.long)
+        for b, row in enumerate(rows):
+            batch[b, : len(row)] = torch.tensor(row, dtype=torch.long)
+        try:
+            return self.scorer.score(batch.to(self.device), spans)
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err) or "out of memory" in str(err):
+                raise ScoringOutOfMemoryError(
+                    f"Out of memory scoring {len(rows)} input(s) of {width} tokens with "
+                    f"method={self.longmem_method.name}. Requests already scored are kept in the "
+                    "--use_cache database if you passed one (rerun with the same --use_cache to resume); "
+                    "lower the task's lengths or batch_size, or use a method with bounded memory."
+                ) from err
+            raise
+
+    def _check_fits(self, num_tokens: int, request_str) -> None:
+        if num_tokens > self.max_length:
+            where = ""
+            if request_str is not None:
+                where = f" (request starting {str(request_str[0])[:60]!r})"
+            raise ContextTooLongError(
+                f"An input of {num_tokens} tokens is longer than the {self.max_length} tokens this model "
+                f"takes with method={self.longmem_method.name}{where}. lm-eval would silently cut it from "
+                "the left, which breaks memory tests, so longmem refuses. Shorten the task's lengths, pick a "
+                "context-extension method, or pass max_length=N in --model_args to allow longer inputs."
+            )
+
+    # --- reporting ----------------------------------------------------------------------
+    def get_model_info(self) -> dict:
+        with offline_context():  # HFLM looks up the model's Hub revision; skip that offline
+            info = super().get_model_info()
+        described = self.longmem_method.describe()
+        info.update(
+            {
+                "longmem_method": described["method"],
+                "longmem_method_args": described["args"],
+                "longmem_pretrained": DEFAULT_MODEL_NAME if self.uses_default_model else str(self.pretrained),
+                "longmem_training_length": training_length(self.config, self.tokenizer),
+                "longmem_context_length": self.max_length,
+                "longmem_scoring": self.scorer.strategy,
+            }
+        )
+        return info

@@ -1,0 +1,71 @@
+"""Long-memory methods, one file each. `get_method` finds one by name; `build_method` parses its args."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any
+
+from lm_eval_longmem.models.methods.arguments import (
+    MethodArgumentError,
+    describe_fields,
+    field_names,
+    parse_args,
+)
+from lm_eval_longmem.models.methods.base import LongMemMethod, registered_methods
+
+_INFRASTRUCTURE = {"base", "arguments"}
+DEFAULT_METHOD = "vanilla"
+
+
+class UnknownMethodError(ValueError):
+    """`method=` names no long-memory method."""
+
+
+def available_methods() -> dict[str, type[LongMemMethod]]:
+    """Every method defined in this folder, by name (imports the method files once)."""
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in _INFRASTRUCTURE and not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    return dict(sorted(registered_methods().items()))
+
+
+def method_listing() -> str:
+    lines = []
+    for name, cls in available_methods().items():
+        lines.append(f"  {name}: {cls.summary}")
+        lines.extend(f"      {line}" for line in describe_fields(cls.Args))
+    return "\n".join(lines)
+
+
+def get_method(name: str) -> type[LongMemMethod]:
+    methods = available_methods()
+    if name not in methods:
+        raise UnknownMethodError(f"Unknown method={name!r}. Valid methods:\n{method_listing()}")
+    return methods[name]
+
+
+def split_method_args(method_cls: type[LongMemMethod], model_args: dict[str, Any]):
+    """(the method's own arguments, everything else) from a dict of model arguments."""
+    names = field_names(method_cls.Args)
+    own = {k: v for k, v in model_args.items() if k in names}
+    rest = {k: v for k, v in model_args.items() if k not in names}
+    return own, rest
+
+
+def build_method(name: str, raw_args: dict[str, Any]) -> LongMemMethod:
+    cls = get_method(name)
+    return cls(parse_args(name, cls.Args, raw_args))
+
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "LongMemMethod",
+    "MethodArgumentError",
+    "UnknownMethodError",
+    "available_methods",
+    "build_method",
+    "get_method",
+    "method_listing",
+    "split_method_args",
+]

@@ -1,0 +1,101 @@
+"""Parse a method's arguments out of lm-eval's `--model_args`, by the types it declares."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+
+class MethodArgumentError(ValueError):
+    """An argument of a long-memory method is unknown or has the wrong type."""
+
+
+def describe_fields(args_cls: type) -> list[str]:
+    """`name: type = default  (help)` for each argument, for error messages and listings."""
+    hints = typing.get_type_hints(args_cls)
+    lines = []
+    for f in dataclasses.fields(args_cls):
+        default = f.default if f.default is not dataclasses.MISSING else "<required>"
+        help_text = f.metadata.get("help", "")
+        lines.append(f"{f.name}: {_type_name(hints[f.name])} = {default!r}" + (f"  ({help_text})" if help_text else ""))
+    return lines
+
+
+def field_names(args_cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(args_cls)}
+
+
+def parse_args(method_name: str, args_cls: type, raw: dict[str, Any]):
+    """Build `args_cls` from raw values (already split from the other model args)."""
+    hints = typing.get_type_hints(args_cls)
+    values = {}
+    for name, value in raw.items():
+        try:
+            values[name] = coerce(value, hints[name])
+        except (TypeError, ValueError) as err:
+            raise MethodArgumentError(
+                f"method={method_name}: argument {name}={value!r} is not a valid "
+                f"{_type_name(hints[name])} ({err})"
+            ) from None
+    try:
+        return args_cls(**values)
+    except TypeError as err:  # a required argument is missing
+        raise MethodArgumentError(
+            f"method={method_name}: {err}. Its arguments are:\n  " + "\n  ".join(describe_fields(args_cls))
+        ) from None
+    except ValueError as err:  # validation in __post_init__
+        raise MethodArgumentError(f"method={method_name}: {err}") from None
+
+
+def coerce(value: Any, annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return coerce(value, option)
+            except (TypeError, ValueError) as err:
+                errors.append(str(err))
+        raise ValueError("; ".join(errors))
+    if origin is typing.Literal:
+        choices = typing.get_args(annotation)
+        if value in choices:
+            return value
+        raise ValueError(f"expected one of {list(choices)}")
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ValueError("expected true or false")
+    if annotation is int:
+        if isinstance(value, bool):
+            raise ValueError("expected an integer")
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError("expected an integer")
+        return int(value)
+    if annotation is float:
+        if isinstance(value, bool):
+            raise ValueError("expected a number")
+        return float(value)
+    if annotation is str:
+        return str(value)
+    raise TypeError(f"unsupported argument type {annotation!r}")
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in typing.get_args(annotation))
+    return getattr(annotation, "__name__", str(annotation))

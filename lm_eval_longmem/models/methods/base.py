@@ -1,0 +1,59 @@
+"""What every long-memory method is: a name, typed arguments with paper defaults, and hooks.
+
+A method file subclasses `LongMemMethod`, sets `name` and `summary`, declares its
+arguments as a dataclass in `Args` (defaults from its paper, `metadata={"help": ...}`), and
+overrides only the hooks it needs. Subclasses register themselves by being defined; the
+package imports every module in this folder, so a new method is one new file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+_REGISTRY: dict[str, type[LongMemMethod]] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class NoArgs:
+    """Arguments of a method that takes none."""
+
+
+class LongMemMethod:
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Args: ClassVar[type] = NoArgs
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is None:
+            return  # an intermediate base class, not a selectable method
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"Two long-memory methods are named {name!r}: {_REGISTRY[name]} and {cls}")
+        if not dataclasses.is_dataclass(cls.Args):
+            raise TypeError(f"{cls.__name__}.Args must be a dataclass")
+        _REGISTRY[name] = cls
+
+    def __init__(self, args: Any = None):
+        self.args = args if args is not None else self.Args()
+
+    # --- hooks (defaults: leave the model as it is) ----------------------------------------
+    def prepare_config(self, config) -> None:
+        """Edit the Hugging Face config before the weights are loaded (e.g. RoPE scaling)."""
+
+    def prepare_model(self, model):
+        """Patch the loaded model (attention function, cache, forward loop); return it."""
+        return model
+
+    def context_length(self, base_length: int) -> int:
+        """Longest input (tokens) the model takes under this method, given the base model's."""
+        return base_length
+
+    # --- reporting -----------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "args": dataclasses.asdict(self.args)}
+
+
+def registered_methods() -> dict[str, type[LongMemMethod]]:
+    return dict(_REGISTRY)

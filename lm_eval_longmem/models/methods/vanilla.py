@@ -1,0 +1,8 @@
+"""`vanilla`: the model exactly as it was trained — the baseline every method is compared to."""
+
+from lm_eval_longmem.models.methods.base import LongMemMethod
+
+
+class Vanilla(LongMemMethod):
+    name = "vanilla"
+    summary = "the model unchanged (baseline)"

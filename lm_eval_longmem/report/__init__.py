@@ -1,0 +1,1 @@
+"""Plots and tables from lm-eval results files."""

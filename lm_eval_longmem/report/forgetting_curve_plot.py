@@ -1,0 +1,163 @@
+"""Draw forgetting curves the way the paper's Figure 1 does.
+
+Copy accuracy (orange) and LM accuracy (blue) against the length L, with ±std bands and
+the three memory regions shaded: green where the model copies almost perfectly
+(fine-grained), blue where copying still beats plain language modelling (coarse-grained),
+red where the prefix no longer helps (amnesia).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lm_eval_longmem.report.results_files import CurveRun
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+COPY_COLOR = "tab:orange"
+LM_COLOR = "tab:blue"
+REGION_COLORS = {"fine-grained": "green", "coarse-grained": "blue", "amnesia": "red"}
+REGION_LEGEND = {
+    "fine-grained": "fine-grained memory",
+    "coarse-grained": "coarse-grained memory",
+    "amnesia": "amnesia",
+}
+# Beyond this ratio between the longest and shortest length, a linear axis squashes the
+# short lengths (where fine-grained memory lives) into one corner.
+LOG_X_SPAN = 50
+
+
+def memory_regions(run: CurveRun) -> list[tuple[str, float, float]]:
+    """The (name, x_start, x_end) spans to shade, clipped to the tested lengths."""
+    if run.mode == "reduced" or not run.points:
+        return []
+    lengths = [point["length"] for point in run.points]
+    x_min, x_max = min(lengths), max(lengths)
+    fine = run.fine_memory_length or 0
+    coarse = run.coarse_memory_length or 0
+    regions: list[tuple[str, float, float]] = []
+    if fine > 0:
+        regions.append(("fine-grained", x_min, fine))
+    if coarse > fine:
+        regions.append(("coarse-grained", max(fine, x_min), coarse))
+    amnesia_start = max(coarse, fine, x_min)
+    if amnesia_start < x_max:
+        regions.append(("amnesia", amnesia_start, x_max))
+    return regions
+
+
+def memory_summary(run: CurveRun) -> str:
+    """E.g. "fine 1024, coarse >4094"; ">" marks a length that is only a lower bound."""
+    if run.mode == "reduced":
+        return "reduced metric, no memory lengths"
+
+    def describe(length: int | None, is_lower_bound: bool) -> str:
+        if length is None:
+            return "n/a"
+        return f">{length}" if is_lower_bound else str(length)
+
+    fine = describe(run.fine_memory_length, run.fine_is_lower_bound)
+    coarse = describe(run.coarse_memory_length, run.coarse_is_lower_bound)
+    return f"fine {fine}, coarse {coarse}"
+
+
+def plot_forgetting_curves(
+    runs: list[CurveRun],
+    output: str | Path,
+    training_length: int | None = None,
+    title: str | None = None,
+    log_x: bool | None = None,
+) -> Path:
+    """Save one run as a Figure-1-style plot, or several as stacked panels, to a PNG.
+
+    `training_length` overrides each run's own; `log_x=None` picks a log axis when the
+    tested lengths span more than a factor of 50.
+    """
+    if not runs:
+        raise ValueError("plot_forgetting_curves needs at least one run")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if log_x is None:
+        lengths = [point["length"] for run in runs for point in run.points]
+        log_x = max(lengths) > LOG_X_SPAN * min(lengths)
+
+    height = 4.5 if len(runs) == 1 else 3.2 * len(runs)
+    fig, axes = plt.subplots(
+        len(runs), 1, sharex=True, sharey=True, squeeze=False, figsize=(9, height)
+    )
+    for run, ax in zip(runs, axes[:, 0]):
+        _draw_run(ax, run, run.training_length if training_length is None else training_length)
+        if log_x:
+            _use_log_lengths(ax)
+    axes[-1, 0].set_xlabel("length L (tokens of the copied text)")
+    if len(runs) == 1:
+        run = runs[0]
+        axes[0, 0].set_title(f"{title or run.label}\n{memory_summary(run)}", fontsize="medium")
+    else:
+        for run, ax in zip(runs, axes[:, 0]):
+            ax.set_title(f"{run.label} — {memory_summary(run)}", fontsize="medium")
+        fig.suptitle(title or "Forgetting curves")
+
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(output, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return output
+
+
+def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
+    """Curves, bands, regions and training-length marker of one run on one axes."""
+    lengths = [point["length"] for point in run.points]
+    for name, start, end in memory_regions(run):
+        ax.axvspan(start, end, color=REGION_COLORS[name], alpha=0.08, label=REGION_LEGEND[name])
+
+    if run.mode == "reduced":
+        copy_exact = [point["copy_exact"] for point in run.points]
+        lm_exact = [point["lm_exact"] for point in run.points]
+        ax.plot(lengths, copy_exact, "o-", color=COPY_COLOR, markersize=3.5, label="copy (exact)")
+        ax.plot(lengths, lm_exact, "o-", color=LM_COLOR, markersize=3.5, label="LM (exact)")
+        ax.set_ylabel("exact-copy rate (reduced metric)")
+    else:
+        _plot_with_band(ax, lengths, run.points, "copy", COPY_COLOR, "copy accuracy")
+        _plot_with_band(ax, lengths, run.points, "lm", LM_COLOR, "LM accuracy")
+        ax.set_ylabel("token accuracy")
+
+    if training_length is not None:
+        ax.axvline(
+            training_length,
+            color="red",
+            linestyle="--",
+            linewidth=1.2,
+            label=f"training length = {training_length}",
+        )
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    # Outside the axes, so it never hides a curve.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+
+
+def _plot_with_band(
+    ax: Axes, lengths: list[int], points: tuple[dict, ...], key: str, color: str, label: str
+) -> None:
+    """A mean curve with a translucent ±std band; `key` is "copy" or "lm"."""
+    means = [point[f"{key}_mean"] for point in points]
+    stds = [point[f"{key}_std"] for point in points]
+    lower = [mean - std for mean, std in zip(means, stds)]
+    upper = [mean + std for mean, std in zip(means, stds)]
+    ax.plot(lengths, means, "o-", color=color, markersize=3.5, label=label)
+    ax.fill_between(lengths, lower, upper, color=color, alpha=0.15)
+
+
+def _use_log_lengths(ax: Axes) -> None:
+    """Base-2 log axis (lengths are usually powers of two) with plain-number tick labels."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())

@@ -1,0 +1,114 @@
+"""Find lm-eval results files and read a forgetting curve out of them.
+
+lm-eval writes `results_<timestamp>.json` under `--output_path/<model>/`; reading them
+here, once, keeps the plotting code free of JSON spelunking.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CURVE_METRIC = "curve,none"
+
+
+@dataclass(frozen=True)
+class CurveRun:
+    """One model's forgetting curve, as read from one results file.
+
+    `mode` is "accuracy" for `--model longmem` (per-token accuracies with mean/std per
+    length) and "reduced" for `--model hf` (exact-copy rates only, no memory lengths).
+    """
+
+    label: str
+    mode: str
+    points: tuple[dict, ...]
+    fine_memory_length: int | None
+    coarse_memory_length: int | None
+    fine_is_lower_bound: bool
+    coarse_is_lower_bound: bool
+    training_length: int | None
+    source: str
+
+
+def find_results_file(path: str | Path) -> Path:
+    """Return `path` if it is a file, else the newest `results_*.json` anywhere under it.
+
+    Accepting a directory lets users pass the same `--output_path` they gave lm-eval.
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise FileNotFoundError(f"No such results file or directory: {path}")
+    candidates = [p for p in path.rglob("results_*.json") if p.is_file()]
+    if not candidates:
+        raise FileNotFoundError(f"No lm-eval results file (results_*.json) found under {path}")
+    return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun:
+    """Read `task`'s forgetting curve and the run's model description from a results file."""
+    source = find_results_file(path)
+    data = json.loads(source.read_text())
+    task_results = data.get("results", {})
+    if task not in task_results:
+        present = ", ".join(sorted(task_results)) or "none"
+        raise ValueError(f"{source} has no results for task {task!r}; tasks present: {present}")
+    metrics = task_results[task]
+    if CURVE_METRIC not in metrics:
+        present = ", ".join(sorted(metrics)) or "none"
+        raise ValueError(
+            f"{source}: task {task!r} has no {CURVE_METRIC!r} metric; metrics present: {present}"
+        )
+    curve = metrics[CURVE_METRIC]
+    config = data.get("config", {})
+    return CurveRun(
+        label=run_label(config),
+        mode=curve.get("mode", "accuracy"),
+        points=tuple(sorted(curve["points"], key=lambda point: point["length"])),
+        fine_memory_length=curve.get("fine_memory_length"),
+        coarse_memory_length=curve.get("coarse_memory_length"),
+        fine_is_lower_bound=bool(curve.get("fine_is_lower_bound", False)),
+        coarse_is_lower_bound=bool(curve.get("coarse_is_lower_bound", False)),
+        training_length=_training_length(data, task),
+        source=str(source),
+    )
+
+
+def run_label(config: dict[str, Any]) -> str:
+    """Name a run "<model> · <method> (k=v, ...)", e.g. "SmolLM2-135M-Instruct · yarn (factor=4)".
+
+    `--model hf` runs record no method, so they read as "<model> · hf".
+    """
+    model_args = _model_args_dict(config.get("model_args"))
+    pretrained = (
+        config.get("longmem_pretrained") or model_args.get("pretrained") or config.get("model")
+    )
+    method = config.get("longmem_method") or "hf"
+    label = f"{pretrained} · {method}"
+    method_args = config.get("longmem_method_args") or {}
+    if method_args:
+        label += " (" + ", ".join(f"{key}={value}" for key, value in method_args.items()) + ")"
+    return label
+
+
+def _model_args_dict(model_args: dict[str, Any] | str | None) -> dict[str, Any]:
+    """lm-eval records `--model_args` either as a dict or as the raw "k=v,k=v" string."""
+    if isinstance(model_args, dict):
+        return model_args
+    if not model_args:
+        return {}
+    pairs = (item.split("=", 1) for item in model_args.split(",") if "=" in item)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _training_length(data: dict[str, Any], task: str) -> int | None:
+    """Prefer what the model reported; fall back to the task's protocol metadata."""
+    from_model = data.get("config", {}).get("longmem_training_length")
+    if from_model is not None:
+        return from_model
+    protocol = data.get("configs", {}).get(task, {}).get("metadata", {}).get("protocol", {})
+    return protocol.get("training_length")

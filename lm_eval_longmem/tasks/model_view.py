@@ -1,0 +1,71 @@
+"""What a task can know about its model before meeting it: tokenizer, method, context length.
+
+lm-eval builds tasks before (and apart from) the model, passing `--model_args` merged with
+`--metadata` to them. Tasks that build token-level inputs resolve the model the same way
+`LongMemLM` does: `tokenizer=` or `pretrained=` (or, with neither, our embedded default),
+`method=` with its arguments, and an explicit `max_length=`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from lm_eval_longmem.hub import loading_from_hub
+from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods, build_method, split_method_args
+
+
+@dataclass(frozen=True)
+class ModelView:
+    source: str  # where the tokenizer/config come from
+    tokenizer: Any
+    method: LongMemMethod
+    training_length: int
+    context_length: int
+
+    @property
+    def bos_id(self) -> int:
+        bos = self.tokenizer.bos_token_id
+        return bos if bos is not None else self.eos_id
+
+    @property
+    def eos_id(self) -> int:
+        eos = self.tokenizer.eos_token_id
+        if eos is None:
+            raise ValueError(f"The tokenizer of {self.source} has neither an eos nor a bos token.")
+        return eos
+
+
+def model_view(metadata: dict[str, Any]) -> ModelView:
+    from lm_eval_longmem.models.context_length import training_length, usable_context_length
+
+    source = metadata.get("tokenizer") or metadata.get("pretrained")
+    if not isinstance(source, str) or not source:
+        from lm_eval_longmem.default_model import default_model_dir
+
+        source = str(default_model_dir())
+    config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source
+    tokenizer, config = _load(source, config_source, bool(metadata.get("trust_remote_code", False)))
+    name = metadata.get("method", DEFAULT_METHOD)
+    if name not in available_methods():  # someone else's `method=`; the model reports ours
+        name = DEFAULT_METHOD
+    method = build_method(name, split_method_args(available_methods()[name], metadata)[0])
+    return ModelView(
+        source=source,
+        tokenizer=tokenizer,
+        method=method,
+        training_length=training_length(config, tokenizer),
+        context_length=usable_context_length(config, method, metadata.get("max_length"), tokenizer),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _load(tokenizer_source: str, config_source: str, trust_remote_code: bool):
+    from transformers import AutoConfig, AutoTokenizer
+
+    with loading_from_hub(tokenizer_source):
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=trust_remote_code)
+    with loading_from_hub(config_source):
+        config = AutoConfig.from_pretrained(config_source, trust_remote_code=trust_remote_code)
+    return tokenizer, config
