@@ -1,0 +1,96 @@
+"""Through the real `lm_eval` command: plugin discovery, results file contents, --model hf."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def run(args, env_extra=None, check=True):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **(env_extra or {})}
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args[0]} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def small_protocol(corpus_file):
+    return ["--metadata", f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_points=3", "fc_samples=2", "fc_seed=3"]
+
+
+def results_of(output_path: Path) -> dict:
+    (path,) = output_path.rglob("results_*.json")
+    return json.loads(path.read_text())
+
+
+def test_stock_lm_eval_finds_longmem_and_forgetting_curve(tiny_model_dir, corpus_file, tmp_path):
+    out = tmp_path / "out"
+    run(
+        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method=vanilla",
+         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out), "--log_samples"]
+    )
+    results = results_of(out)
+    metrics = results["results"]["forgetting_curve"]
+    curve = metrics["curve,none"]
+    assert [p["length"] for p in curve["points"]] == [8, 24, 40]
+    assert all(p["num_samples"] == 2 and 0 <= p["copy_mean"] <= 1 for p in curve["points"])
+    assert metrics["fine_memory_length,none"] == curve["fine_memory_length"]
+    assert metrics["coarse_memory_length,none"] == curve["coarse_memory_length"]
+    for length in ("08", "24", "40"):
+        assert {f"copy_acc@{length},none", f"lm_acc@{length},none", f"copy_acc_std@{length},none", f"lm_acc_std@{length},none"} <= set(metrics)
+    assert metrics["copy_acc@24,none"] == pytest.approx(curve["points"][1]["copy_mean"])
+    config = results["config"]
+    assert config["longmem_method"] == "vanilla" and config["longmem_method_args"] == {}
+    assert config["longmem_context_length"] == 128 and config["longmem_scoring"] == "split"
+    protocol = results["configs"]["forgetting_curve"]["metadata"]["protocol"]
+    assert protocol["lengths"] == [8, 24, 40] and protocol["seed"] == 3
+    samples = list(out.rglob("samples_forgetting_curve_*.jsonl"))
+    assert samples and len(samples[0].read_text().splitlines()) == 6  # 3 lengths x 2 samples
+
+
+def test_model_hf_gets_the_reduced_metric_with_a_warning(tiny_model_dir, corpus_file, tmp_path):
+    out = tmp_path / "out"
+    proc = run(
+        [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--device", "cpu",
+         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out)]
+    )
+    assert "reduced metric" in proc.stderr
+    metrics = results_of(out)["results"]["forgetting_curve"]
+    assert metrics["curve,none"]["mode"] == "reduced"
+    assert "copy_exact@40,none" in metrics and "lm_nll@40,none" in metrics and "fine_memory_length,none" not in metrics
+
+
+def test_ls_tasks_lists_ours_and_the_builtins():
+    out = run([str(BIN / "lm_eval"), "ls", "tasks"]).stdout
+    assert "forgetting_curve" in out and "hellaswag" in out
+
+
+def test_console_script_works_when_the_hook_is_off(tiny_model_dir, corpus_file, tmp_path):
+    off = {"LM_EVAL_LONGMEM_AUTOLOAD": "0"}
+    args = ["--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}", "--tasks", "forgetting_curve",
+            *small_protocol(corpus_file), "--limit", "2"]
+    stock = run([str(BIN / "lm_eval"), *args], env_extra=off, check=False)
+    assert stock.returncode != 0  # the opt-out really switches the hook off
+    ours = run([str(BIN / "lm-eval-longmem"), *args, "--output_path", str(tmp_path / "o")], env_extra=off)
+    assert "forgetting_curve" in ours.stdout
+
+
+def test_python_api(tiny_model_dir, corpus_file):
+    import lm_eval
+
+    import lm_eval_longmem
+
+    lm_eval_longmem.register()
+    results = lm_eval.simple_evaluate(
+        model="longmem",
+        model_args={"pretrained": str(tiny_model_dir), "method": "vanilla", "device": "cpu"},
+        tasks=["forgetting_curve"],
+        metadata={"fc_corpus": str(corpus_file), "fc_lengths": [16], "fc_samples": 2},
+    )
+    curve = results["results"]["forgetting_curve"]["curve,none"]
+    assert [p["length"] for p in curve["points"]] == [16]

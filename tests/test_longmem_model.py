@@ -1,0 +1,75 @@
+"""LongMemLM: argument handling, device fallback, no truncation, token-exact requests."""
+
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError, resolve_device
+from lm_eval_longmem.models.methods import UnknownMethodError
+from lm_eval_longmem.requests import TokenText
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_model_dir):
+    return LongMemLM(pretrained=str(tiny_model_dir), method="vanilla", device="cuda:0")
+
+
+def test_falls_back_to_cpu_without_cuda(lm):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert resolve_device("cuda:0") == "cpu" and resolve_device("cuda") == "cpu"
+    assert lm.device.type == "cpu"
+
+
+def test_unknown_method_fails_before_loading_anything():
+    with pytest.raises(UnknownMethodError, match="Valid methods"):
+        LongMemLM(pretrained="/nonexistent", method="nope")
+
+
+def test_unknown_argument_lists_the_valid_ones(tiny_model_dir):
+    with pytest.raises(UnknownModelArgumentError, match=r"(?s)factr.*method=vanilla.*Wrapper arguments: method, .*pretrained"):
+        LongMemLM(pretrained=str(tiny_model_dir), factr=4, device="cpu")
+
+
+def test_config_attributes_and_from_pretrained_options_pass_through(tiny_model_dir):
+    lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", rms_norm_eps=1e-3, attn_implementation="eager")
+    assert lm.model.config.rms_norm_eps == 1e-3
+
+
+def test_results_record_the_method(lm):
+    info = lm.get_model_info()
+    assert info["longmem_method"] == "vanilla" and info["longmem_method_args"] == {}
+    assert info["longmem_context_length"] == 128 and info["longmem_training_length"] == 128
+
+
+def test_explicit_max_length_wins(tiny_model_dir):
+    assert LongMemLM(pretrained=str(tiny_model_dir), device="cpu", max_length=64).max_length == 64
+
+
+def test_too_long_input_is_refused_not_truncated(lm):
+    words = " ".join(["sea"] * 200)
+    with pytest.raises(ContextTooLongError, match="longer than the 128 tokens"):
+        lm.loglikelihood([Instance("loglikelihood", {}, (words, " ship"), 0)])
+
+
+def test_token_text_requests_use_their_exact_ids(lm):
+    # Text says "sea ship", but the request's tokens are different: the ids must win.
+    ids_ctx, ids_cont = [1, 10, 11, 12], [13, 14]
+    req = Instance("loglikelihood", {}, (TokenText("sea", ids_ctx), TokenText(" ship", ids_cont)), 0)
+    (score,) = lm.loglikelihood([req])
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([ids_ctx + ids_cont[:-1]])).logits[0, -2:]
+    expected = torch.log_softmax(logits, -1)[[0, 1], ids_cont].sum()
+    assert score[0] == pytest.approx(float(expected), abs=1e-4) and score.num_tokens == 2
+
+
+def test_one_forward_per_request(lm):
+    reqs = [Instance("loglikelihood", {}, (TokenText("x", [1, 5, 6, 7]), TokenText("y", [8, 9])), i) for i in range(3)]
+    lm.loglikelihood(reqs[:1])  # the scorer's one-off strategy probe happens on first use
+    body_calls = []
+    hook = lm.model.base_model.register_forward_hook(lambda *a: body_calls.append(1))
+    try:
+        lm.loglikelihood(reqs)
+    finally:
+        hook.remove()
+    assert len(body_calls) == 3  # batch_size=1: one forward of the model body per request

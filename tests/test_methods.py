@@ -1,0 +1,73 @@
+"""The method registry and typed argument parsing."""
+
+import dataclasses
+from typing import Literal, Optional
+
+import pytest
+
+from lm_eval_longmem.models.methods import (
+    MethodArgumentError,
+    UnknownMethodError,
+    available_methods,
+    build_method,
+    get_method,
+    split_method_args,
+)
+from lm_eval_longmem.models.methods import base
+from lm_eval_longmem.models.methods.vanilla import Vanilla
+
+
+@pytest.fixture
+def toy_method():
+    @dataclasses.dataclass(frozen=True)
+    class ToyArgs:
+        factor: float = dataclasses.field(default=4.0, metadata={"help": "scale"})
+        window: int = 512
+        exact: bool = False
+        mode: Literal["a", "b"] = "a"
+        cap: Optional[int] = None
+
+    class Toy(base.LongMemMethod):
+        name = "toy_for_tests"
+        summary = "test double"
+        Args = ToyArgs
+
+    yield Toy
+    base._REGISTRY.pop("toy_for_tests", None)
+
+
+def test_vanilla_is_registered_by_its_file():
+    assert available_methods()["vanilla"] is Vanilla
+    assert get_method("vanilla") is Vanilla
+
+
+def test_unknown_method_lists_valid_methods():
+    with pytest.raises(UnknownMethodError, match=r"(?s)method='yarnn'.*vanilla: the model unchanged"):
+        get_method("yarnn")
+
+
+def test_args_are_coerced_by_declared_type(toy_method):
+    method = build_method("toy_for_tests", {"factor": 8, "window": "1024", "exact": "true", "mode": "b", "cap": None})
+    assert method.args.factor == 8.0 and isinstance(method.args.factor, float)
+    assert method.args.window == 1024 and method.args.exact is True and method.args.mode == "b"
+    assert method.describe() == {"method": "toy_for_tests", "args": {"factor": 8.0, "window": 1024, "exact": True, "mode": "b", "cap": None}}
+
+
+@pytest.mark.parametrize("raw", [{"window": 2.5}, {"exact": "maybe"}, {"mode": "c"}, {"factor": "big"}, {"cap": "x"}])
+def test_bad_values_name_the_argument_and_type(toy_method, raw):
+    (name,) = raw
+    with pytest.raises(MethodArgumentError, match=f"argument {name}="):
+        build_method("toy_for_tests", raw)
+
+
+def test_split_separates_method_args_from_model_args(toy_method):
+    own, rest = split_method_args(toy_method, {"factor": 2, "pretrained": "m", "dtype": "float32"})
+    assert own == {"factor": 2} and rest == {"pretrained": "m", "dtype": "float32"}
+
+
+def test_duplicate_method_names_are_refused():
+    with pytest.raises(ValueError, match="Two long-memory methods"):
+
+        class Again(base.LongMemMethod):
+            name = "vanilla"
+            summary = "clash"
