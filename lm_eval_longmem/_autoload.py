@@ -69,10 +69,6 @@ class _AfterImport:
         loader.exec_module = exec_then_callback
         return spec
 
-    # Python < 3.12 may still probe the legacy API.
-    def find_module(self, fullname, path=None):  # pragma: no cover - legacy protocol
-        return None
-
 
 def _on_models_loaded(_module):
     from lm_eval_longmem.registration import register_model

@@ -5,11 +5,7 @@
 # The demo is sized for ~5 minutes on 2 CPU cores; FULL=1 runs the paper's protocol
 # (32 linear lengths up to the model's limit, 10 samples each: hours on a CPU).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-./scripts/setup.sh
-VENV="${VENV:-.venv}"
-export PATH="$VENV/bin:$PATH"
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1  # the demo needs no network
+source "$(dirname "$0")/_prepare.sh"
 
 if [ "${FULL:-0}" = "1" ]; then
   PROTOCOL=(fc_corpus=shakespeare)

@@ -136,6 +136,15 @@ def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
             linewidth=1.2,
             label=f"training length = {training_length}",
         )
+        # A copy sequence holds L twice, so L = training length / 2 is the longest copy
+        # target whose sequence stays inside the training context (the reference marks it too).
+        ax.axvline(
+            training_length // 2,
+            color="green",
+            linestyle=":",
+            linewidth=1.2,
+            label=f"training length / 2 = {training_length // 2}",
+        )
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     # Outside the axes, so it never hides a curve.
