@@ -1,5 +1,6 @@
 """The start-up hook and registration: only in lm-eval CLI processes, idempotent, built-ins kept."""
 
+import itertools
 import os
 import subprocess
 import sys
@@ -85,15 +86,18 @@ def test_stands_down_when_lm_eval_discovers_plugins_itself():
     assert registration.register_tasks(_module_from_source(source)) is False
 
 
-def _module_from_source(source, _counter=[0]):
+_MODULE_NUMBERS = itertools.count(1)
+
+
+def _module_from_source(source):
     import importlib.util
     import tempfile
 
-    _counter[0] += 1
-    path = os.path.join(tempfile.mkdtemp(), f"fake_lm_eval_mod_{_counter[0]}.py")
+    name = f"fake_lm_eval_mod_{next(_MODULE_NUMBERS)}"
+    path = os.path.join(tempfile.mkdtemp(), f"{name}.py")
     with open(path, "w") as fh:
         fh.write(source)
-    spec = importlib.util.spec_from_file_location(f"fake_lm_eval_mod_{_counter[0]}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -28,6 +28,7 @@ from lm_eval_longmem.tasks.forgetting_curve.protocol import Options, max_fitting
 from lm_eval_longmem.tasks.forgetting_curve.sequences import (
     copy_sequence,
     lm_sequence,
+    num_scored,
     sample_spans,
     scored_range,
 )
@@ -153,7 +154,7 @@ class ForgettingCurveTask(ConfigurableTask):
         if not self._warned_reduced:
             logger.warning(REDUCED_WARNING)
             self._warned_reduced = True
-        scored = scored_range(length)[1] - scored_range(length)[0]
+        scored = num_scored(length)
         record = {
             "length": length,
             "copy_exact": float(copy[1]),
