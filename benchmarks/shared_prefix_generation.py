@@ -13,7 +13,7 @@ default to the largest that fits the model (leaving room for the answer) and two
 ones. Repetitions alternate reuse / no reuse so CPU contention hits both alike; the table
 shows medians and the ratio no-reuse / reuse.
 
-    python benchmarks/shared_prefix_generation.py                      # auto shot counts, 8 questions
+    python benchmarks/shared_prefix_generation.py                      # auto shot counts, 12 questions
     python benchmarks/shared_prefix_generation.py --shots 50 200 --questions 4 --repeats 1
 """
 
@@ -88,10 +88,14 @@ def run(lm, shots: int, questions: list[str], gen_tokens: int, reuse: bool) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shots", type=int, nargs="*", help="shot counts (default: largest fitting, /4, /16)")
-    parser.add_argument("--questions", type=int, default=8, help="test questions per shot count")
+    parser.add_argument("--questions", type=int, default=12, help="test questions per shot count")
     parser.add_argument("--repeats", type=int, default=2, help="alternating repetitions per side (median)")
     parser.add_argument("--gen-tokens", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    parser.add_argument(
+        "--threads", type=int, default=0,
+        help="torch threads (0: torch's default). On a CPU shared with other jobs, 1 avoids the "
+        "oversubscription that makes every small decoding step tens of times slower",
+    )
     args = parser.parse_args()
 
     import torch
