@@ -1,6 +1,7 @@
 """`lm-eval-longmem`: lm-eval's own CLI with our plugins registered, plus our subcommands.
 
     lm-eval-longmem plot RESULTS [RESULTS ...] -o curve.png   # forgetting-curve figure
+    lm-eval-longmem plot-passkey RESULTS [...] -o passkey.png # passkey length x depth heatmap
     lm-eval-longmem methods                                   # methods and their arguments
     lm-eval-longmem <anything else>                           # exactly `lm_eval <anything else>`
 
@@ -39,6 +40,27 @@ def _plot(argv: list[str]) -> int:
     return 0
 
 
+def _plot_passkey(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lm-eval-longmem plot-passkey",
+        description="Draw longmem_passkey accuracy heatmaps (length x depth) from lm-eval results.",
+    )
+    parser.add_argument("results", nargs="+", help="results_*.json files, or --output_path folders (latest file)")
+    parser.add_argument("-o", "--output", default="passkey.png", help="PNG to write")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args(argv)
+
+    from lm_eval_longmem.report.passkey_plot import plot_passkey_grids
+    from lm_eval_longmem.report.results_files import load_passkey_grid
+
+    runs = [load_passkey_grid(path) for path in args.results]
+    out = plot_passkey_grids(runs, args.output, title=args.title)
+    for run in runs:
+        print(f"{run.label}: overall passkey accuracy {run.overall:.3f}  ({run.source})")
+    print(f"wrote {out}")
+    return 0
+
+
 def _methods(_argv: list[str]) -> int:
     from lm_eval_longmem.models.methods import method_listing
 
@@ -47,7 +69,7 @@ def _methods(_argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS = {"plot": _plot, "methods": _methods}
+SUBCOMMANDS = {"plot": _plot, "plot-passkey": _plot_passkey, "methods": _methods}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,22 @@
-"""Shared task helpers: bucket interleaving for --limit, sortable keys, prefixed options."""
+"""Shared task helpers: round-robin bucket order for --limit, sortable keys, prefixed options."""
 
 import pytest
 
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
+from lm_eval_longmem.tasks.forgetting_curve.task import ForgettingCurveTask
 from lm_eval_longmem.tasks.task_options import TaskOptionError, convert
 
 
 def test_round_robin_covers_every_bucket_first():
     assert round_robin([[1, 2, 3], ["a"], [10, 20]]) == [1, "a", 10, 2, 20, 3]
-    assert round_robin([]) == []
+    assert round_robin([]) == [] and round_robin([[None, 0]]) == [None, 0]
+
+
+def test_forgetting_curve_lists_lengths_round_robin(tiny_model_dir, corpus_file):
+    metadata = {"pretrained": str(tiny_model_dir), "fc_corpus": str(corpus_file), "fc_lengths": [8, 16, 24], "fc_samples": 3}
+    docs = list(ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": metadata}).test_docs())
+    assert [d["length"] for d in docs[:3]] == [8, 16, 24] and [d["sample"] for d in docs[:3]] == [0, 0, 0]
+    assert [(d["length"], d["sample"]) for d in docs[3:6]] == [(8, 1), (16, 1), (24, 1)]
 
 
 def test_tags_sort_like_numbers():
@@ -22,7 +30,7 @@ def test_tags_sort_like_numbers():
 @pytest.mark.parametrize(
     "value, annotation, expected",
     [
-        ("[1, 10]", tuple[int, ...], (1, 10)),
+        ("[10, 1, 10]", tuple[int, ...], (1, 10)),
         ([1, 10], tuple[int, ...] | None, (1, 10)),
         ("none", tuple[int, ...] | None, None),
         (7, str | None, "7"),

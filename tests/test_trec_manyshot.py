@@ -82,7 +82,7 @@ def test_many_shot_files_load_locally(tmp_path):
 
 def test_options_parse_with_prefix_and_reject_unknown():
     options = parse_task_options(TrecOptions, {"trec_shots": "[10, 1]", "trec_seed": 3, "fc_x": 1}, OPTION_PREFIX)
-    assert options.shots == (10, 1) and options.shot_counts == [1, 10] and options.seed == 3
+    assert options.shots == (1, 10) and options.shot_counts == [1, 10] and options.seed == 3
     with pytest.raises(TaskOptionError, match="trec_data_dir"):
         parse_task_options(TrecOptions, {"trec_shot": 1}, OPTION_PREFIX)
     with pytest.raises(TaskOptionError, match="1000"):

@@ -4,7 +4,10 @@ Thin on purpose. It parses `method=` and that method's arguments out of `--model
 loads the embedded default model when no `pretrained=` is given, lets the method edit the
 config and patch the model, and replaces HFLM's scoring with `TeacherForcedScorer`, which
 keeps logits only for scored positions and refuses (rather than silently truncates) inputs
-longer than the model takes. Everything else is HFLM's.
+longer than the model takes. Generation goes through a `TokenGenerator` (the method's, or
+`PrefixReuseGenerator`, which reuses the KV cache of prompt prefixes shared between
+requests); it refuses over-long prompts too, where HFLM would cut them from the left.
+Everything else is HFLM's.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import logging
 
 import torch
 from lm_eval.models.huggingface import HFLM
+from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.models.context_length import training_length, usable_context_length
+from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
+from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.requests import token_ids_of
 
@@ -35,6 +41,10 @@ FROM_PRETRAINED_OPTIONS = frozenset(
     }
 )
 _HFLM_PARAMETERS = frozenset(inspect.signature(HFLM.__init__).parameters) - {"self", "kwargs"}
+# Arguments of the wrapper itself (besides method=): name -> what it does, for error messages.
+WRAPPER_ARGUMENTS = {
+    "reuse_prefix": "bool, default True: generation reuses the KV cache of a prompt prefix shared with the previous request",
+}
 
 
 class ContextTooLongError(ValueError):
@@ -49,6 +59,15 @@ class ScoringOutOfMemoryError(RuntimeError):
     """Scoring one input ran out of memory; the message says which and how to go on."""
 
 
+def _parse_bool(name: str, value) -> bool:
+    from lm_eval_longmem.models.methods.arguments import coerce
+
+    try:
+        return coerce(value, bool)
+    except ValueError:
+        raise ValueError(f"--model_args {name}={value!r}: expected true or false") from None
+
+
 def resolve_device(device: str | None) -> str | None:
     """lm-eval defaults to `cuda:0`; on a machine without CUDA, use the CPU instead."""
     if device and device.startswith("cuda") and not torch.cuda.is_available():
@@ -58,7 +77,15 @@ def resolve_device(device: str | None) -> str | None:
 
 
 class LongMemLM(HFLM):
-    def __init__(self, pretrained=None, method: str = DEFAULT_METHOD, device: str | None = "cuda", **kwargs):
+    def __init__(
+        self,
+        pretrained=None,
+        method: str = DEFAULT_METHOD,
+        device: str | None = "cuda",
+        reuse_prefix: bool | str = True,
+        **kwargs,
+    ):
+        self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
         method_cls = get_method(method)
         method_args, other = split_method_args(method_cls, kwargs)
         self.longmem_method = build_method(method, method_args)
@@ -100,6 +127,8 @@ class LongMemLM(HFLM):
             f"{self.longmem_method.name}).\n  Arguments of method={self.longmem_method.name}:\n    "
             + "\n    ".join(method_fields)
             + "\n  Wrapper arguments: method, "
+            + ", ".join(f"{name} ({help})" for name, help in WRAPPER_ARGUMENTS.items())
+            + ", "
             + ", ".join(sorted(_HFLM_PARAMETERS))
             + "\n  Also accepted: Hugging Face from_pretrained options ("
             + ", ".join(sorted(FROM_PRETRAINED_OPTIONS))
@@ -162,6 +191,95 @@ class LongMemLM(HFLM):
                 ) from err
             raise
 
+    # --- generation ---------------------------------------------------------------------
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        """Greedy (or sampled) continuations, one request at a time, never truncating prompts.
+
+        Requests run in the order of their token ids, so prompts that share a prefix (the
+        demonstrations of a many-shot prompt, the document before several questions) meet
+        one after another and the generator can reuse that prefix's KV cache. Results come
+        back in request order. `batch_size` does not apply: each prompt runs alone.
+        """
+        eos_text = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
+        plans = [self._generation_plan(request, eos_text) for request in requests]
+        for request, plan in zip(requests, plans):
+            self._check_fits_generation(request, plan)
+        generator = self._make_generator()
+        order = sorted(range(len(plans)), key=lambda i: plans[i][0].prompt_ids)
+        results: list[str | None] = [None] * len(plans)
+        progress = tqdm(
+            total=len(plans), desc="longmem generation", disable=disable_tqdm or self.rank != 0, unit="req"
+        )
+        for i in order:
+            generation, until = plans[i]
+            new_tokens = _cut_at_stop_token(generator.generate(generation), generation.stop_token_ids)
+            text = self._postprocess(new_tokens, until)
+            results[i] = text
+            context, gen_kwargs = requests[i].args
+            self.cache_hook.add_partial("generate_until", (context, gen_kwargs), text)
+            progress.update(1)
+        progress.close()
+        return results
+
+    def _make_generator(self):
+        generator = self.longmem_method.make_generator(self.model, self.tokenizer)
+        if generator is None:
+            generator = PrefixReuseGenerator(self.model, self.tokenizer, reuse=self.reuse_prefix)
+        return generator
+
+    def _generation_plan(self, request, eos_text: str) -> tuple[GenerationRequest, list[str]]:
+        """lm-eval's (context, gen_kwargs) as a `GenerationRequest` plus the stop strings."""
+        context, gen_kwargs = request.args
+        kwargs = dict(normalize_gen_kwargs(gen_kwargs, self.max_gen_toks))
+        until = handle_stop_sequences(kwargs.pop("until", None), eos=eos_text)
+        max_new_tokens = int(kwargs.pop("max_gen_toks"))
+        ids = token_ids_of(context)
+        prompt = tuple(ids) if ids is not None else tuple(self.tok_encode(context))
+        if "max_length" in kwargs:  # Hugging Face's name for prompt + generation
+            max_new_tokens = min(max_new_tokens, int(kwargs.pop("max_length")) - len(prompt))
+        if not kwargs.get("do_sample"):
+            kwargs.pop("temperature", None)
+        return (
+            GenerationRequest(
+                prompt_ids=prompt,
+                max_new_tokens=max_new_tokens,
+                stop_token_ids=frozenset(self._stop_token_ids()),
+                stop_strings=tuple(s for s in until if s),
+                sampling=kwargs,
+            ),
+            until,
+        )
+
+    def _stop_token_ids(self) -> set[int]:
+        """The tokenizer's end-of-text plus whatever the checkpoint's generation config ends on."""
+        ids = {int(self.eot_token_id)} if self.eot_token_id is not None else set()
+        configured = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        if configured is not None:
+            ids.update(int(t) for t in (configured if isinstance(configured, (list, tuple)) else [configured]))
+        return ids
+
+    def _postprocess(self, new_tokens: list[int], until: list[str]) -> str:
+        if isinstance(self.think_end_token, int) and self.think_end_token in new_tokens:
+            last = len(new_tokens) - 1 - new_tokens[::-1].index(self.think_end_token)
+            return postprocess_generated_text(self.tok_decode(new_tokens[last + 1 :]).lstrip(), until, None)
+        think = self.think_end_token if isinstance(self.think_end_token, str) else None
+        return postprocess_generated_text(self.tok_decode(new_tokens), until, think)
+
+    def _check_fits_generation(self, request, plan) -> None:
+        generation, _ = plan
+        prompt, room = len(generation.prompt_ids), generation.max_new_tokens
+        if room < 1:
+            raise ValueError(f"{_describe_request(request)} asks for {room} new tokens; max_gen_toks must be positive.")
+        if prompt + room > self.max_length:
+            raise ContextTooLongError(
+                f"{_describe_request(request)} has a prompt of {prompt} tokens and asks for up to {room} new "
+                f"tokens: {prompt + room} in all, more than the {self.max_length} tokens this model takes with "
+                f"method={self.longmem_method.name}. lm-eval's hf model would silently cut the prompt from the "
+                "left, which breaks memory tests, so longmem refuses. Shorten the task's inputs (its lengths or "
+                "shot counts), lower max_gen_toks (--gen_kwargs), pick a context-extension method, or pass "
+                "max_length=N in --model_args to allow longer inputs."
+            )
+
     def _check_fits(self, num_tokens: int, request_str) -> None:
         if num_tokens > self.max_length:
             where = ""
@@ -187,6 +305,27 @@ class LongMemLM(HFLM):
                 "longmem_training_length": training_length(self.config, self.tokenizer),
                 "longmem_context_length": self.max_length,
                 "longmem_scoring": self.scorer.strategy,
+                "longmem_reuse_prefix": self.reuse_prefix,
             }
         )
         return info
+
+
+def _cut_at_stop_token(tokens: list[int], stop_ids) -> list[int]:
+    """The answer ends before its first end-of-text token (which decoding may not drop)."""
+    for position, token in enumerate(tokens):
+        if token in stop_ids:
+            return tokens[:position]
+    return tokens
+
+
+def _describe_request(request) -> str:
+    """Which request, in words: task, document and the start of the prompt."""
+    context = request.args[0]
+    where = []
+    if getattr(request, "task_name", None):
+        where.append(f"task {request.task_name}")
+    if getattr(request, "doc_id", None) is not None:
+        where.append(f"doc {request.doc_id}")
+    head = " ".join(str(context)[:60].split())
+    return f"The generation request ({', '.join(where) + ', ' if where else ''}prompt starting {head!r})"

@@ -1,4 +1,4 @@
-"""Find lm-eval results files and read a forgetting curve out of them.
+"""Find lm-eval results files and read a forgetting curve or a passkey grid out of them.
 
 lm-eval writes `results_<timestamp>.json` under `--output_path/<model>/`; reading them
 here, once, keeps the plotting code free of JSON spelunking.
@@ -74,6 +74,41 @@ def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun
         fine_is_lower_bound=bool(curve.get("fine_is_lower_bound", False)),
         coarse_is_lower_bound=bool(curve.get("coarse_is_lower_bound", False)),
         training_length=_training_length(data, task),
+        source=str(source),
+    )
+
+
+PASSKEY_GRID_METRIC = "grid,none"
+
+
+@dataclass(frozen=True)
+class PasskeyGridRun:
+    """One model's passkey accuracy grid: rows = depths, columns = lengths (None: no documents)."""
+
+    label: str
+    lengths: tuple[int, ...]
+    depths: tuple[int, ...]
+    accuracy: tuple[tuple[float | None, ...], ...]
+    length_unit: str
+    overall: float
+    source: str
+
+
+def load_passkey_grid(path: str | Path, task: str = "longmem_passkey") -> PasskeyGridRun:
+    source = find_results_file(path)
+    data = json.loads(source.read_text())
+    metrics = data.get("results", {}).get(task)
+    if metrics is None or PASSKEY_GRID_METRIC not in metrics:
+        present = ", ".join(sorted(data.get("results", {}))) or "none"
+        raise ValueError(f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}")
+    grid = metrics[PASSKEY_GRID_METRIC]
+    return PasskeyGridRun(
+        label=run_label(data.get("config", {})),
+        lengths=tuple(grid["lengths"]),
+        depths=tuple(grid["depths"]),
+        accuracy=tuple(tuple(row) for row in grid["accuracy"]),
+        length_unit=grid.get("length_unit", "tokens"),
+        overall=grid.get("overall", float("nan")),
         source=str(source),
     )
 

@@ -1,9 +1,11 @@
 """A task's options from lm-eval's `--metadata`, each under the task's own prefix.
 
 `--metadata` (merged with `--model_args`) reaches every task, so each task reads only the keys
-that start with its prefix (`trec_`, `topicret_`, ...), rejects unknown ones with the list of
-valid ones, and converts values to the types its options dataclass declares. lm-eval parses
-`key=[1,10]` with `ast.literal_eval`; strings such as "1,10" or "[1, 10]" are accepted too.
+that start with its prefix (`fc_`, `pk_`, `trec_`, `topicret_`), rejects unknown ones with the
+list of valid ones, and converts values to the types its frozen options dataclass declares.
+lm-eval parses `key=[1,10]` with `ast.literal_eval`; strings such as "1,10" or "[1, 10]" and
+JSON lists are accepted too. Integer lists (lengths, depths, shot counts) come back sorted and
+without repeats, since every task treats them as a set of buckets.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ class TaskOptionError(ValueError):
     """An option is unknown, malformed, or asks for something the model cannot take."""
 
 
-def parse_task_options(cls: type[T], metadata: dict[str, Any] | None, prefix: str) -> T:
-    """Build the dataclass `cls` from the `prefix`-ed keys of `metadata`."""
+def parse_task_options(
+    cls: type[T], metadata: dict[str, Any] | None, prefix: str, error: type[Exception] = TaskOptionError
+) -> T:
+    """Build the dataclass `cls` from the `prefix`-ed keys of `metadata`, then its `validate()`."""
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     given = {k[len(prefix) :]: v for k, v in (metadata or {}).items() if k.startswith(prefix)}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise TaskOptionError(
+        raise error(
             f"Unknown option(s) {', '.join(prefix + u for u in unknown)}; valid: "
             + ", ".join(prefix + k for k in sorted(known))
         )
@@ -35,8 +39,11 @@ def parse_task_options(cls: type[T], metadata: dict[str, Any] | None, prefix: st
         try:
             values[name] = convert(raw, hints[name])
         except (TypeError, ValueError) as err:
-            raise TaskOptionError(f"{prefix}{name}={raw!r}: {err}") from None
-    return cls(**values)
+            raise error(f"{prefix}{name}={raw!r}: {err}") from None
+    options = cls(**values)
+    if hasattr(options, "validate"):
+        options.validate()
+    return options
 
 
 def convert(value: Any, annotation: Any) -> Any:
@@ -47,9 +54,9 @@ def convert(value: Any, annotation: Any) -> Any:
             return None
         (annotation,) = [a for a in args if a is not type(None)]
         args = typing.get_args(annotation)
-    origin = typing.get_origin(annotation)
-    if origin is tuple:
-        return tuple(convert(item, args[0]) for item in _as_list(value))
+    if typing.get_origin(annotation) is tuple:
+        items = [convert(item, args[0]) for item in _as_list(value)]
+        return tuple(sorted(set(items))) if args[0] is int else tuple(items)
     if annotation is bool:
         if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
             return value.strip().lower() in ("true", "1")

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from lm_eval_longmem.tasks.summarized_metric import SummarizedMetric
+
 FINE_THRESHOLD = 0.99
 COARSE_MARGIN = 0.01
 
@@ -58,29 +60,11 @@ def coarse_memory_length(summaries: list[LengthSummary]) -> int:
     return max((s.length for s in summaries if s.copy_mean - s.lm_mean > COARSE_MARGIN), default=0)
 
 
-class Curve(dict):
-    """The whole curve as one metric value.
-
-    lm-eval writes it to the results JSON in full (json serializes a dict through `items()`),
-    but its printed table renders dict values through `dict(value)`, i.e. through `keys()`, and
-    a 32-point curve would make every column of that table hundreds of characters wide. So the
-    keys view shows one `summary` entry; items(), values() and item access are the real data.
-    """
+class Curve(SummarizedMetric):
+    """The whole curve as one metric value; the printed table shows only its summary."""
 
     def summary(self) -> str:
-        return f"{len(dict.__getitem__(self, 'points'))} points ({dict.__getitem__(self, 'mode')}); see the results JSON"
-
-    def keys(self):
-        return ["summary"]
-
-    def __iter__(self):
-        return iter(["summary"])
-
-    def __getitem__(self, key):
-        return self.summary() if key == "summary" else dict.__getitem__(self, key)
-
-    def __str__(self) -> str:
-        return self.summary()
+        return f"{len(self.field('points'))} points ({self.field('mode')}); see the results JSON"
 
 
 def accuracy_curve(records) -> Curve:

@@ -8,18 +8,18 @@ model will use, then the test lengths. Defaults are the paper's protocol: 32 len
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lm_eval_longmem.tasks.forgetting_curve.sequences import input_tokens
+from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
 
 OPTION_PREFIX = "fc_"
 
 
-class ForgettingCurveConfigError(ValueError):
+class ForgettingCurveConfigError(TaskOptionError):
     """A forgetting-curve option is unknown, malformed, or asks for more than the model takes."""
 
 
@@ -38,21 +38,7 @@ class Options:
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:
-        known = {f.name for f in dataclasses.fields(cls)}
-        given = {k[len(OPTION_PREFIX) :]: v for k, v in metadata.items() if k.startswith(OPTION_PREFIX)}
-        unknown = sorted(set(given) - known)
-        if unknown:
-            raise ForgettingCurveConfigError(
-                f"Unknown forgetting-curve option(s) {', '.join(OPTION_PREFIX + u for u in unknown)}; valid: "
-                + ", ".join(OPTION_PREFIX + k for k in sorted(known))
-            )
-        try:
-            values = {k: _convert(k, v) for k, v in given.items()}
-        except (TypeError, ValueError) as err:
-            raise ForgettingCurveConfigError(f"forgetting_curve: {err}") from None
-        options = cls(**values)
-        options.validate()
-        return options
+        return parse_task_options(cls, metadata, OPTION_PREFIX, ForgettingCurveConfigError)
 
     def validate(self) -> None:
         if self.granularity not in ("linear", "log"):
@@ -61,22 +47,6 @@ class Options:
             raise ForgettingCurveConfigError("fc_points, fc_samples and fc_min_length must be positive")
         if self.lengths is not None and (not self.lengths or min(self.lengths) < 1):
             raise ForgettingCurveConfigError("fc_lengths must be a non-empty list of positive integers")
-
-
-def _convert(name: str, value: Any) -> Any:
-    if name == "lengths":
-        if isinstance(value, str):
-            value = value.strip("[]() ").replace(",", " ").replace(";", " ").split()
-        if isinstance(value, (int, np.integer)):
-            value = [value]
-        return tuple(sorted({int(v) for v in value}))
-    if name in ("granularity", "corpus"):
-        return str(value)
-    if name == "max_length" and value is None:
-        return None
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"{OPTION_PREFIX}{name} must be an integer, got {value!r}")
-    return int(value)
 
 
 def length_grid(min_length: int, max_length: int, points: int, granularity: str) -> list[int]:

@@ -23,6 +23,7 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_tokens
 from lm_eval_longmem.requests import TokenText
+from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.forgetting_curve import metrics
 from lm_eval_longmem.tasks.forgetting_curve.protocol import Options, max_fitting_length, test_lengths
 from lm_eval_longmem.tasks.forgetting_curve.sequences import (
@@ -64,18 +65,21 @@ class ForgettingCurveTask(ConfigurableTask):
         corpus = load_corpus(options.corpus)
         stream = corpus_tokens(corpus, model.tokenizer)
         self.tokenizer, self.bos_id, self.eos_id = model.tokenizer, model.bos_id, model.eos_id
-        docs = []
+        by_length = []
         for length in self.lengths:
             rng = np.random.default_rng([options.seed, length])
-            for sample, (s, i) in enumerate(sample_spans(len(stream), length, options.samples, rng)):
-                docs.append(
+            by_length.append(
+                [
                     {
                         "length": length,
                         "sample": sample,
                         "target_ids": stream[s : s + length].tolist(),
                         "irrelevant_ids": stream[i : i + length].tolist(),
                     }
-                )
+                    for sample, (s, i) in enumerate(sample_spans(len(stream), length, options.samples, rng))
+                ]
+            )
+        docs = round_robin(by_length)  # so that --limit N keeps every length
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
         self.config.metadata["protocol"] = {
             "lengths": self.lengths,
@@ -134,7 +138,7 @@ class ForgettingCurveTask(ConfigurableTask):
 
     # --- metrics --------------------------------------------------------------------------
     def _tag(self, length: int) -> str:
-        return f"{length:0{len(str(max(self.lengths)))}d}"
+        return bucket_tag(length, tag_width(self.lengths))
 
     def process_results(self, doc, results) -> dict:
         copy, lm = results

@@ -1,0 +1,1 @@
+"""Passkey retrieval (landmark attention; Infini-attention appendix B): find a number in filler."""

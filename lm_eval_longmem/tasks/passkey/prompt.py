@@ -1,0 +1,46 @@
+"""The passkey prompt, exactly as the landmark-attention code writes it.
+
+    "\n".join([TASK_LINE, <filler before>, "The pass key is {k}. Remember it. {k} is the pass key.",
+               <filler after>, "What is the pass key? The pass key is"])
+
+(Mohtashami & Jaggi's `run_test.py`; the Infini-attention paper's appendix B shows the same
+text.) The filler is FILLER repeated and joined by spaces; the original cuts it to a number
+of *characters* (`" ".join([FILLER] * N)[:n]`, before and after the key alike).
+"""
+
+from __future__ import annotations
+
+TASK_LINE = (
+    "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
+    "I will quiz you about the important information there."
+)
+FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+FILLER_SENTENCES = ("The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.", "There and back again.")
+QUESTION = "What is the pass key? The pass key is"
+KEY_RANGE = (1, 50000)  # inclusive, uniform
+
+
+def key_line(key: int) -> str:
+    return f"The pass key is {key}. Remember it. {key} is the pass key."
+
+
+def assemble(before: str, key: int, after: str) -> str:
+    return "\n".join([TASK_LINE, before, key_line(key), after, QUESTION])
+
+
+def filler_characters(num_chars: int) -> str:
+    """The original's filler: the first `num_chars` characters of FILLER repeated, space-joined."""
+    repeats = num_chars // (len(FILLER) + 1) + 1
+    return " ".join([FILLER] * repeats)[:num_chars]
+
+
+def filler_sentences(num_sentences: int) -> str:
+    """FILLER's sentences in order, repeated, `num_sentences` of them (the same text, cut at sentence ends)."""
+    cycle = len(FILLER_SENTENCES)
+    return " ".join(FILLER_SENTENCES[i % cycle] for i in range(num_sentences))
+
+
+def split_at_depth(total: int, depth_percent: int) -> tuple[int, int]:
+    """(before, after) amounts of filler putting the key `depth_percent` % of the way in."""
+    before = int(total * depth_percent / 100)  # the original's int(n_garbage * percent)
+    return before, total - before

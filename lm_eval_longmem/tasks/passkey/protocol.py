@@ -1,0 +1,113 @@
+"""Passkey options from `--metadata pk_<name>=...`, and prompts sized to a length.
+
+Lengths are prompt sizes in tokens of the evaluated model's tokenizer (like RULER's
+`max_seq_lengths`): for each length the filler is the most whole filler sentences that keep
+the prompt within it. Every prompt plus the answer's room must fit the model; a length that
+does not is an error, never a truncation. `pk_protocol=chars` reproduces the original code
+instead: each length is the filler's size in characters (its `n_garbage`), cut mid-sentence
+as the original cuts it, and the prompt's token count is whatever it comes to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
+from lm_eval_longmem.tasks.passkey.prompt import assemble, filler_characters, filler_sentences, split_at_depth
+
+OPTION_PREFIX = "pk_"
+PROTOCOLS = ("tokens", "chars")
+# New tokens allowed for the answer: the landmark-attention test generates 10.
+ANSWER_TOKENS = 10
+
+
+class PasskeyConfigError(TaskOptionError):
+    """A passkey option is unknown or malformed, or a length does not fit the model."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `--metadata pk_<name>=...` can set. Small defaults: a bare run takes minutes on a CPU."""
+
+    lengths: tuple[int, ...] = (512, 1024, 2048)  # prompt tokens (or filler characters with protocol=chars)
+    depths: tuple[int, ...] = (0, 25, 50, 75, 100)  # % of the filler placed before the key
+    samples: int = 2  # documents (keys) per length x depth cell
+    seed: int = 0
+    protocol: str = "tokens"  # or "chars": the original code's character counts
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any]) -> Options:
+        return parse_task_options(cls, metadata, OPTION_PREFIX, PasskeyConfigError)
+
+    def validate(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise PasskeyConfigError(f"pk_protocol must be one of {list(PROTOCOLS)}, got {self.protocol!r}")
+        if not self.lengths or min(self.lengths) < 1:
+            raise PasskeyConfigError("pk_lengths must be a non-empty list of positive integers")
+        if not self.depths or min(self.depths) < 0 or max(self.depths) > 100:
+            raise PasskeyConfigError("pk_depths must be a non-empty list of percentages between 0 and 100")
+        if self.samples < 1:
+            raise PasskeyConfigError("pk_samples must be positive")
+
+    @property
+    def unit(self) -> str:
+        return "tokens" if self.protocol == "tokens" else "characters"
+
+
+def check_lengths_fit(options: Options, context_length: int) -> None:
+    """Token lengths must leave the answer's room; fails before any prompt is built."""
+    if options.protocol != "tokens":
+        return
+    limit = context_length - ANSWER_TOKENS
+    too_long = [L for L in options.lengths if L > limit]
+    if too_long:
+        raise PasskeyConfigError(
+            f"longmem_passkey: length(s) {too_long} do not fit: the model takes {context_length} tokens and the "
+            f"answer needs {ANSWER_TOKENS}, so the longest prompt is {limit} tokens. Lower pk_lengths, or raise "
+            "the model's limit explicitly (max_length=N in --model_args, or a context-extension method). "
+            "Nothing is truncated."
+        )
+
+
+def prompt_for_tokens(length: int, depth: int, key: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """The prompt with the most filler sentences whose token count is <= `length`, and that count.
+
+    `count` is the model tokenizer's token count. Token counts grow with the filler (one
+    sentence adds a few tokens), so a binary search over sentences finds the largest fit.
+    """
+
+    def build(sentences: int) -> str:
+        before, after = split_at_depth(sentences, depth)
+        return assemble(filler_sentences(before), key, filler_sentences(after))
+
+    bare = count(build(0))
+    if bare > length:
+        raise PasskeyConfigError(
+            f"longmem_passkey: length {length} is too short: the prompt without any filler already takes {bare} "
+            "tokens. Use larger pk_lengths."
+        )
+    low, high = 0, 1
+    while count(build(high)) <= length:
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if count(build(mid)) <= length else (low, mid)
+    prompt = build(low)
+    return prompt, count(prompt)
+
+
+def prompt_for_characters(num_chars: int, depth: int, key: int) -> str:
+    """The original code's prompt: `num_chars` filler characters split at the depth."""
+    before, after = split_at_depth(num_chars, depth)
+    return assemble(filler_characters(before), key, filler_characters(after))
+
+
+def check_prompt_fits(prompt_tokens: int, length: int, context_length: int) -> None:
+    if prompt_tokens + ANSWER_TOKENS > context_length:
+        raise PasskeyConfigError(
+            f"longmem_passkey: with pk_protocol=chars, length {length} gives a prompt of {prompt_tokens} tokens; "
+            f"with the answer's {ANSWER_TOKENS} it exceeds the model's {context_length}. Lower pk_lengths, or raise "
+            "the model's limit explicitly (max_length=N in --model_args). Nothing is truncated."
+        )

@@ -1,0 +1,82 @@
+"""The `longmem` group: its YAML, and the real group run through the stock CLI on a tiny model.
+
+Offline, the TREC and TopicRet members read fixture files in the real datasets' schemas
+(`trec_data_dir`, `topicret_data`); everything else is the group's own per-member defaults,
+overridden only where the tiny model needs it.
+"""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import build_tiny_model
+from data_fixtures import PLAUSIBLE_TREC_QUESTIONS, topicret_rows, write_topicret_fixture, write_trec_fixture
+from lm_eval_longmem.tasks import TASKS_DIR
+from test_cli_end_to_end import BIN, results_of, run
+
+GROUP_YAML = Path(TASKS_DIR) / "longmem" / "longmem.yaml"
+MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret"]
+
+
+@pytest.fixture(scope="module")
+def group_model(tmp_path_factory):
+    """The tiny Llama with room for a few TREC demonstrations and a TopicRet record."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_llama_group"), max_position_embeddings=1024)
+
+
+def member_options(corpus_file, data_dir: Path) -> dict[str, list[str]]:
+    """member -> the --metadata it needs on the tiny model offline."""
+    trec = write_trec_fixture(data_dir / "trec", PLAUSIBLE_TREC_QUESTIONS[:56], PLAUSIBLE_TREC_QUESTIONS[56:])
+    topicret = write_topicret_fixture(data_dir / "topic_retrieval_longchat.parquet", topicret_rows(2))
+    return {
+        "forgetting_curve": [f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_samples=2"],
+        "longmem_passkey": ["pk_lengths=[64,96]", "pk_depths=[0,100]", "pk_samples=1"],
+        "longmem_trec_manyshot": [f"trec_data_dir={trec}", "trec_shots=[1,5]", "trec_questions=2"],
+        "longmem_topicret": [f"topicret_data={topicret}"],
+    }
+
+
+def member_name(entry) -> str:
+    return entry if isinstance(entry, str) else entry["task"]
+
+
+def load_group() -> dict:
+    return yaml.safe_load(GROUP_YAML.read_text())
+
+
+def test_group_lists_all_four_tasks_and_aggregates_nothing():
+    group = load_group()
+    assert group["group"] == "longmem"
+    assert sorted(member_name(t) for t in group["task"]) == sorted(MEMBERS)
+    assert "aggregate_metric_list" not in group  # per-length metrics come from subsets: no size-weighted means
+
+
+def test_group_defaults_are_small():
+    (fc,) = [t for t in load_group()["task"] if member_name(t) == "forgetting_curve"]
+    assert fc["metadata"]["fc_points"] * fc["metadata"]["fc_samples"] <= 12 and fc["metadata"]["fc_max_length"] <= 1024
+
+
+def test_group_runs_through_the_stock_cli(group_model, corpus_file, tmp_path):
+    options = member_options(corpus_file, tmp_path)
+    out = tmp_path / "out"
+    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={group_model}",
+         "--tasks", "longmem", "--metadata", *(arg for args in options.values() for arg in args),
+         "--gen_kwargs", "max_gen_toks=4", "--output_path", str(out)])
+    results = results_of(out)
+    assert set(results["group_subtasks"]["longmem"]) == set(MEMBERS)
+    assert set(MEMBERS) <= set(results["results"])
+    # fc_points=4 comes from the group's metadata, fc_max_length=40 from --metadata (the CLI wins)
+    protocol = results["configs"]["forgetting_curve"]["metadata"]["protocol"]
+    assert protocol["lengths"] == [8, 18, 29, 40] and protocol["samples"] == 2
+    assert results["results"]["longmem_passkey"]["grid,none"]["num_samples"] == [[1, 1], [1, 1]]
+    trec = results["results"]["longmem_trec_manyshot"]
+    assert {"acc@0001shots,none", "acc@0005shots,none"} <= set(trec)
+    assert results["configs"]["longmem_trec_manyshot"]["metadata"]["protocol"]["questions_per_shot_count"] == [2, 2]
+    topicret = results["results"]["longmem_topicret"]
+    assert {"first_topic_acc,none", "mean_acc,none"} <= set(topicret) and topicret["skipped_documents,none"] == 0
+
+
+def test_group_trec_defaults_are_small():
+    (trec,) = [t for t in load_group()["task"] if member_name(t) == "longmem_trec_manyshot"]
+    assert max(trec["metadata"]["trec_shots"]) <= 50 and trec["metadata"]["trec_questions"] <= 25
