@@ -113,6 +113,8 @@ def main() -> None:
     parser.add_argument("--depths", type=float, nargs="+", default=[0.2, 0.5, 0.8])
     parser.add_argument("--timing-reps", type=int, default=2)
     parser.add_argument("--timing-length", type=int, default=None, help="default: --length")
+    parser.add_argument("--timing-methods", nargs="+", default=list(TIMING_METHODS), choices=list(TIMING_METHODS))
+    parser.add_argument("--skip-control", action="store_true", help="skip vanilla within its native length")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
@@ -132,8 +134,9 @@ def main() -> None:
         control = [(passkey_ids(tokenizer, args.control_length, d, k), k) for d, k in zip(args.depths, keys)]
         long = [(passkey_ids(tokenizer, args.length, d, k), k) for d, k in zip(args.depths, keys)]
         print(f"passkey: depths {args.depths}, keys {keys}, prompt lengths {len(control[0][0])} / {len(long[0][0])}")
-        acc, answers = passkey_accuracy(load("vanilla", {}), tokenizer, tqdm(control, desc="vanilla control"))
-        print(f"  vanilla @ {len(control[0][0])} (native): accuracy {acc:.2f}  answers {answers}", flush=True)
+        if not args.skip_control:
+            acc, answers = passkey_accuracy(load("vanilla", {}), tokenizer, tqdm(control, desc="vanilla control"))
+            print(f"  vanilla @ {len(control[0][0])} (native): accuracy {acc:.2f}  answers {answers}", flush=True)
         for method, method_args in ACCURACY_METHODS.items():
             model = load(method, method_args)
             acc, answers = passkey_accuracy(model, tokenizer, tqdm(long, desc=method))
@@ -145,7 +148,8 @@ def main() -> None:
         vanilla = load("vanilla", {})
         forward_seconds(vanilla, ids[:, :512])
         print(f"forward cost at {ids.shape[1]} tokens (median of {args.timing_reps}, alternated with vanilla):")
-        for method, method_args in TIMING_METHODS.items():
+        for method in args.timing_methods:
+            method_args = TIMING_METHODS[method]
             model = load(method, method_args)
             forward_seconds(model, ids[:, :512])
             base, ours = [], []

@@ -20,6 +20,7 @@ from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.models.context_length import training_length, usable_context_length
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
+from lm_eval_longmem.models.methods.recorded import read_recorded_method
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.requests import token_ids_of
 
@@ -58,7 +59,8 @@ def resolve_device(device: str | None) -> str | None:
 
 
 class LongMemLM(HFLM):
-    def __init__(self, pretrained=None, method: str = DEFAULT_METHOD, device: str | None = "cuda", **kwargs):
+    def __init__(self, pretrained=None, method: str | None = None, device: str | None = "cuda", **kwargs):
+        method, kwargs = self._method_and_arguments(pretrained, method, kwargs)
         method_cls = get_method(method)
         method_args, other = split_method_args(method_cls, kwargs)
         self.longmem_method = build_method(method, method_args)
@@ -74,6 +76,21 @@ class LongMemLM(HFLM):
             raise ValueError("--model longmem supports decoder-only (causal) models only.")
         self._model = self.longmem_method.prepare_model(self._model)
         self.scorer = self.longmem_method.make_scorer(self.model) or TeacherForcedScorer(self.model)
+
+    @staticmethod
+    def _method_and_arguments(pretrained, method, kwargs):
+        """An explicit `method=` wins; else the one a checkpoint records (methods/recorded.py), whose
+        arguments the explicit ones override; else vanilla."""
+        if method is not None or pretrained is None:
+            return method or DEFAULT_METHOD, kwargs
+        hub_options = {k: kwargs[k] for k in ("revision", "trust_remote_code", "token", "cache_dir") if k in kwargs}
+        with loading_from_hub(pretrained):
+            recorded = read_recorded_method(pretrained, **hub_options)
+        if recorded is None:
+            return DEFAULT_METHOD, kwargs
+        name, recorded_args = recorded
+        logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
+        return name, {**recorded_args, **kwargs}
 
     # --- model construction hooks (HFLM calls these from its __init__) ----------------------
     def _get_config(self, pretrained, **kwargs) -> None:
