@@ -6,8 +6,8 @@ queries at floor(m/N) + M - floor(M/N) and keys at floor(n/N), so their relative
 M + floor(m/N) - floor(n/N) - floor(M/N). Eq. 13 writes this distance as
 M + floor((m-n)/N) - floor(M/N); the grouped positions are how Self-Extend realizes it with
 RoPE (a rotation can only depend on each side's own position): the two agree whenever
-m mod N >= n mod N and differ by one otherwise. The largest distance a model then sees at
-length C' is (C' - 1 - M) / N + M, within the training length C for C' <= (C - M) * N + M.
+m mod N >= n mod N and differ by one otherwise. Distances then stay below the training
+length C for inputs up to (C - M) * N + M tokens (the paper's maximum extended length).
 """
 
 from __future__ import annotations
