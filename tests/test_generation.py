@@ -186,3 +186,23 @@ def test_reuse_prefix_is_validated_and_listed(tiny_model_dir):
 def test_results_file_records_reuse(lm, lm_fresh):
     assert lm.get_model_info()["longmem_reuse_prefix"] is True
     assert lm_fresh.get_model_info()["longmem_reuse_prefix"] is False
+
+
+@pytest.mark.parametrize(
+    "method_args",
+    [{"method": "self_extend", "window": 4, "group": 2}, {"method": "lm_infinite", "global_tokens": 2, "local_window": 8},
+     {"method": "yarn", "factor": 2}],
+)
+def test_rope_methods_give_the_same_answers_with_and_without_prefix_reuse(tiny_model_dir, method_args):
+    """Windows shorter than the shared prefix: the reused cache must hold the same keys."""
+    reqs = [request(p, idx=i) for i, p in enumerate(prompts())]
+    reusing = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **method_args)
+    fresh = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", reuse_prefix=False, **method_args)
+    assert reusing._make_generator().reuse
+    assert reusing.generate_until(reqs) == fresh.generate_until(reqs)
+
+
+def test_dynamic_ntk_re_encodes_prefixes(tiny_model_dir):
+    """Its RoPE base is set by the whole prompt's length, so a prefix's cache is not reusable."""
+    lm_dynamic = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", method="dynamic_ntk", factor=2)
+    assert not lm_dynamic._make_generator().reuse

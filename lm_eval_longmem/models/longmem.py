@@ -25,6 +25,7 @@ from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.models.context_length import training_length, usable_context_length
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
+from lm_eval_longmem.models.methods.recorded import resolve_method
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.requests import token_ids_of
@@ -80,12 +81,13 @@ class LongMemLM(HFLM):
     def __init__(
         self,
         pretrained=None,
-        method: str = DEFAULT_METHOD,
+        method: str | None = None,
         device: str | None = "cuda",
         reuse_prefix: bool | str = True,
         **kwargs,
     ):
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
+        method, kwargs = resolve_method(pretrained, method, kwargs, DEFAULT_METHOD)
         method_cls = get_method(method)
         method_args, other = split_method_args(method_cls, kwargs)
         self.longmem_method = build_method(method, method_args)
@@ -224,7 +226,10 @@ class LongMemLM(HFLM):
     def _make_generator(self):
         generator = self.longmem_method.make_generator(self.model, self.tokenizer)
         if generator is None:
-            generator = PrefixReuseGenerator(self.model, self.tokenizer, reuse=self.reuse_prefix)
+            reuse = self.reuse_prefix and self.longmem_method.prefix_cache_reusable
+            if self.reuse_prefix and not reuse:
+                logger.info("method=%s: prompt prefixes are re-encoded (its cache depends on the whole prompt).", self.longmem_method.name)
+            generator = PrefixReuseGenerator(self.model, self.tokenizer, reuse=reuse)
         return generator
 
     def _generation_plan(self, request, eos_text: str) -> tuple[GenerationRequest, list[str]]:

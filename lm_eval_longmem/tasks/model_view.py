@@ -3,7 +3,7 @@
 lm-eval builds tasks before (and apart from) the model, passing `--model_args` merged with
 `--metadata` to them. Tasks that build token-level inputs resolve the model the same way
 `LongMemLM` does: `tokenizer=` or `pretrained=` (or, with neither, our embedded default),
-`method=` with its arguments, and an explicit `max_length=`.
+`method=` with its arguments (or the method a checkpoint records), and an explicit `max_length=`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from lm_eval_longmem.hub import loading_from_hub
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods, build_method, split_method_args
+from lm_eval_longmem.models.methods.recorded import resolve_method
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,12 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
         source = str(default_model_dir())
     config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source
     tokenizer, config = _load(source, config_source, bool(metadata.get("trust_remote_code", False)))
-    name = metadata.get("method", DEFAULT_METHOD)
-    if name not in available_methods():  # someone else's `method=`; the model reports ours
+    name = metadata.get("method")
+    if name is not None and name not in available_methods():  # someone else's `method=`
         name = DEFAULT_METHOD
-    method = build_method(name, split_method_args(available_methods()[name], metadata)[0])
+    pretrained = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else None
+    name, arguments = resolve_method(pretrained, name, metadata, DEFAULT_METHOD)
+    method = build_method(name, split_method_args(available_methods()[name], arguments)[0])
     return ModelView(
         source=source,
         tokenizer=tokenizer,

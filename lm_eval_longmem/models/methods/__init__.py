@@ -14,7 +14,7 @@ from lm_eval_longmem.models.methods.arguments import (
 )
 from lm_eval_longmem.models.methods.base import LongMemMethod, registered_methods
 
-_INFRASTRUCTURE = {"base", "arguments"}
+_INFRASTRUCTURE = {"base", "arguments", "recorded"}
 DEFAULT_METHOD = "vanilla"
 
 

@@ -23,6 +23,9 @@ class LongMemMethod:
     name: ClassVar[str]
     summary: ClassVar[str]
     Args: ClassVar[type] = NoArgs
+    # Whether the KV cache of a prompt prefix is valid for a longer prompt that starts with it.
+    # False when the cached keys depend on the whole prompt (a RoPE base set by its length).
+    prefix_cache_reusable: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -1,0 +1,88 @@
+"""Plugging a `PartRule` into a loaded transformers model.
+
+One attention name, `longmem_part_attention`, is registered with transformers'
+AttentionInterface (and with its mask interface, as SDPA's boolean masks). Each attention
+module of the model gets a `longmem_attention` plan (its rule, the kernel the model was loaded
+with, the rotary embedding to read inverse frequencies from), and the model switches to that
+name. The model's own attention module still projects, rotates and caches queries and keys
+as usual, so any Llama/Mistral/Qwen-style model and transformers' DynamicCache work unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+from lm_eval_longmem.models.attention.part_attention import PartRule, part_attention
+from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
+
+ATTENTION_NAME = "longmem_part_attention"
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class AttentionPlan:
+    rule: PartRule
+    backend: str  # "sdpa" or "eager": how each block of the parts is computed
+    rotary: torch.nn.Module  # read `inv_freq` at call time (it follows .to(device))
+    method_name: str
+
+
+def longmem_part_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    plan: AttentionPlan | None = getattr(module, "longmem_attention", None)
+    if plan is None:
+        raise RuntimeError(
+            f"attn_implementation={ATTENTION_NAME!r} is set on a model whose attention modules were not "
+            "prepared by a longmem method (method=self_extend or lm_infinite)."
+        )
+    if dropout:
+        raise ValueError(f"method={plan.method_name} is an inference-time method: attention dropout is not supported.")
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    output = part_attention(
+        plan.rule, query, key, value, attention_mask, scaling, kwargs.get("position_ids"),
+        plan.rotary.inv_freq, plan.backend,
+    )
+    return output, None
+
+
+def register() -> None:
+    ALL_ATTENTION_FUNCTIONS.register(ATTENTION_NAME, longmem_part_attention_forward)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION_NAME, sdpa_mask)
+
+
+def kernel_for(attn_implementation: str | None) -> str:
+    """The kernel computing the parts, from the implementation the model was loaded with."""
+    if attn_implementation == "eager":
+        return "eager"
+    if attn_implementation and attn_implementation.startswith("flash_attention"):
+        # The parts need a per-pair mask that FlashAttention's kernels do not take; SDPA does.
+        logger.warning(
+            "%s: the two-part attention runs through PyTorch SDPA with a mask (FlashAttention takes no "
+            "arbitrary masks); results are the same.", attn_implementation,
+        )
+    return "sdpa"
+
+
+def install(model, rule: PartRule, method_name: str):
+    """Route every attention module of `model` through `rule`; returns the model."""
+    register()
+    rotary = the_rotary_embedding(model, method_name)
+    current = model.config._attn_implementation
+    backend = getattr(model, "_longmem_attention_backend", None) or kernel_for(current)
+    attention_modules = [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "layer_idx")]
+    if not attention_modules:
+        raise ValueError(f"method={method_name}: found no attention modules (with q_proj) in {type(model).__name__}.")
+    plan = AttentionPlan(rule=rule, backend=backend, rotary=rotary, method_name=method_name)
+    for module in attention_modules:
+        module.longmem_attention = plan
+    model._longmem_attention_backend = backend
+    model.set_attn_implementation(ATTENTION_NAME)
+    return model
+
+
+register()

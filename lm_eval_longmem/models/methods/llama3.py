@@ -1,0 +1,33 @@
+"""`llama3`: Llama 3.1's RoPE scaling, transformers' native `llama3` rope type, passed through.
+
+Wavelengths shorter than C/high_freq_factor keep their frequency, longer than
+C/low_freq_factor are divided by `factor`, smoothly in between. Not one of the study's
+methods; here so that models released with it (or extended with it) run with the same
+length handling as the others."""
+
+import dataclasses
+
+from lm_eval_longmem.models.rope.extension_method import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.rope.parameters import set_rope_type
+
+
+@dataclasses.dataclass(frozen=True)
+class Llama3Args(TargetArgs):
+    low_freq_factor: float = dataclasses.field(default=1.0, metadata={"help": "Llama 3.1's low_freq_factor"})
+    high_freq_factor: float = dataclasses.field(default=4.0, metadata={"help": "Llama 3.1's high_freq_factor"})
+
+
+class Llama3(RopeExtensionMethod):
+    name = "llama3"
+    summary = "Llama 3.1 RoPE scaling (transformers rope_type llama3), factor t over the original length"
+    Args = Llama3Args
+
+    def prepare_config(self, config) -> None:
+        original = self.original_length(config)
+        set_rope_type(
+            config, self.name, "llama3",
+            factor=self.factor_for(original),
+            low_freq_factor=self.args.low_freq_factor,
+            high_freq_factor=self.args.high_freq_factor,
+            original_max_position_embeddings=original,
+        )

@@ -1,0 +1,70 @@
+"""A checkpoint's own method: the config keys our training module writes, read back.
+
+A checkpoint extended by `training/` records in its config.json
+
+    "longmem_method": "yarn",
+    "longmem_method_args": {"factor": 4.0},
+
+so `--model longmem --model_args pretrained=<dir>` applies the same method without being told.
+An explicit `method=` wins; explicit method arguments override the recorded ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+HUB_OPTIONS = ("revision", "trust_remote_code", "token", "cache_dir")
+METHOD_KEY = "longmem_method"
+ARGS_KEY = "longmem_method_args"
+
+
+def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(method name, its arguments) recorded in a config dict, or None."""
+    name = config_dict.get(METHOD_KEY)
+    if not name:
+        return None
+    args = config_dict.get(ARGS_KEY) or {}
+    if not isinstance(args, dict):
+        raise ValueError(f"config.json: {ARGS_KEY} must be a mapping of argument names to values, got {args!r}")
+    return str(name), dict(args)
+
+
+def record_method(config, name: str, args: dict[str, Any]) -> None:
+    """Write the method into a config (for the training module, before `save_pretrained`)."""
+    setattr(config, METHOD_KEY, name)
+    setattr(config, ARGS_KEY, {k: v for k, v in args.items() if v is not None})
+
+
+def read_recorded_method(pretrained, **hub_options) -> tuple[str, dict[str, Any]] | None:
+    """The method recorded in `pretrained` (a path, Hub id, or loaded model), if any."""
+    config = getattr(pretrained, "config", None)
+    if config is not None:
+        return recorded_method(config.to_dict())
+    from transformers import PretrainedConfig
+
+    config_dict, _ = PretrainedConfig.get_config_dict(str(pretrained), **hub_options)
+    return recorded_method(config_dict)
+
+
+def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], default: str):
+    """(method name, model args) to use: an explicit `method=` wins; else the one `pretrained`
+    records, whose arguments the explicit ones override; else `default`.
+
+    Shared by the model and by tasks that size their inputs before meeting the model, so both
+    see the same method.
+    """
+    if method is not None or pretrained is None:
+        return method or default, model_args
+    from lm_eval_longmem.hub import loading_from_hub
+
+    hub_options = {k: model_args[k] for k in HUB_OPTIONS if k in model_args}
+    with loading_from_hub(pretrained):
+        recorded = read_recorded_method(pretrained, **hub_options)
+    if recorded is None:
+        return default, model_args
+    name, recorded_args = recorded
+    logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
+    return name, {**recorded_args, **model_args}

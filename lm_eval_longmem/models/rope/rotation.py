@@ -1,0 +1,50 @@
+"""Finding a model's rotary embedding, and rotating already-rotated vectors to other positions.
+
+RoPE rotations compose: R(a) R(b) = R(a + b). A query or key rotated at its own position m can
+therefore be moved to any other position p by rotating it once more by p - m, with the model's
+own inverse frequencies. This is how Self-Extend's grouped positions and LM-Infinite's clamped
+distances reuse the rotated keys transformers already keeps in its KV cache.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lm_eval_longmem.models.rope.parameters import NotARopeModelError
+
+
+def rotary_embeddings(model) -> list[torch.nn.Module]:
+    """The model's rotary-embedding modules (those holding an `inv_freq` buffer)."""
+    found = [m for m in model.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]
+    return found
+
+
+def the_rotary_embedding(model, method_name: str) -> torch.nn.Module:
+    found = rotary_embeddings(model)
+    if not found:
+        raise NotARopeModelError(
+            f"method={method_name} needs a model with rotary position embeddings (RoPE); "
+            f"{type(model).__name__} has no rotary embedding module."
+        )
+    if len(found) > 1:
+        raise NotARopeModelError(
+            f"method={method_name}: {type(model).__name__} has {len(found)} rotary embeddings "
+            "(per-layer-type RoPE); the attention-changing methods support one."
+        )
+    return found[0]
+
+
+def rotate_by(x: torch.Tensor, shift: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """Rotate x (batch, heads, length, head_dim) by `shift` positions (batch, length), in the
+    rotate-half layout transformers' Llama-family models use; dims past the rotary part stay."""
+    rot = 2 * inv_freq.shape[0]
+    angles = shift.to(torch.float32)[..., None] * inv_freq.to(device=x.device, dtype=torch.float32)
+    angles = torch.cat((angles, angles), dim=-1)[:, None]  # (batch, 1, length, rot)
+    cos, sin = angles.cos(), angles.sin()
+    part = x[..., :rot].to(torch.float32)
+    half = rot // 2
+    rotated_half = torch.cat((-part[..., half:], part[..., :half]), dim=-1)
+    out = (part * cos + rotated_half * sin).to(x.dtype)
+    if rot == x.shape[-1]:
+        return out
+    return torch.cat((out, x[..., rot:]), dim=-1)
