@@ -71,6 +71,7 @@ class BoundedCacheRunner:
                 tail = self.recent_ids[-chunk:]
                 self.caches = [cache.prefix(len(cache) - chunk) for cache in self.caches]
                 self.recent_ids = self.recent_ids[:-chunk]
+                self.tokens_seen -= chunk  # fed again, as one chunk with gradients
                 self.feed_chunk(tail, next_id=token_id)
             else:
                 self.caches = [self.policy.shrink(cache, overflow, None) for cache in self.caches]
