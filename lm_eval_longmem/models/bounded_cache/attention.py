@@ -33,15 +33,14 @@ def attention_probabilities(q, k, bias, scale: float) -> torch.Tensor:
     return torch.softmax((q @ k.transpose(1, 2)).float() * scale + bias.float(), dim=-1)
 
 
-def attend(q, k_new, v_new, window_keys, window_values, window_log_counts, cos, sin, scale, want_received=False):
+def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False):
     """Attention output [H, c, d] and, if asked, the attention each window entry received [W].
 
-    q [H, c, d] and k_new/v_new [Hkv, c, d] are the chunk's (pre-RoPE); the window holds W
-    pre-RoPE keys, values and log counts. cos/sin cover at least W + c positions.
+    q [H, c, d] is the chunk's queries, pre-RoPE; keys (already rotated at positions 0..W+c-1)
+    and values [Hkv, W + c, d] are the window followed by the chunk's own entries.
     """
-    W, c = window_keys.shape[1], q.shape[1]
-    keys = rotate(torch.cat([window_keys, k_new], dim=1), cos[: W + c], sin[: W + c])
-    values = torch.cat([window_values, v_new], dim=1)
+    c = q.shape[1]
+    W = keys.shape[1] - c
     queries = rotate(q, cos[W : W + c], sin[W : W + c])
     bias = logit_bias(window_log_counts, c, queries.dtype)
     out = count_weighted_attention(queries, keys, values, bias, scale)

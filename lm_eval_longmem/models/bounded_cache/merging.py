@@ -50,23 +50,28 @@ def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
 
 
 def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
-    """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` -> [Hkv, G, d]."""
-    x32, g32 = x.float(), grad.float()
-    scale = g32.abs().amax()
-    fisher = (g32 / scale) ** 2 if scale > 0 else torch.zeros_like(g32)  # rescaled: no underflow; ratios unchanged
-    shape = (x.shape[0], num_groups, x.shape[2])
-    weighted = torch.zeros(shape, device=x.device).index_add_(1, groups, fisher * x32)
-    weight = torch.zeros(shape, device=x.device).index_add_(1, groups, fisher)
-    plain = torch.zeros(shape, device=x.device).index_add_(1, groups, x32)
-    size = torch.zeros(num_groups, device=x.device).index_add_(0, groups, torch.ones_like(groups, dtype=torch.float32))
-    merged = torch.where(weight > 0, weighted / weight.clamp_min(torch.finfo(torch.float32).tiny), plain / size[None, :, None])
-    # an entry merged with nothing stays bit-identical
-    singles = size == 1
-    first = torch.zeros(num_groups, dtype=torch.long, device=x.device).scatter_reduce_(
-        0, groups, torch.arange(groups.shape[0], device=x.device), reduce="amin", include_self=False
-    )
-    merged[:, singles] = x32[:, first[singles]]
-    return merged.to(x.dtype)
+    """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` (non-decreasing ids
+    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are; only the
+    merged runs are averaged, so the cost grows with the number of merges, not with N."""
+    first = torch.ones_like(groups, dtype=torch.bool)
+    first[1:] = groups[1:] != groups[:-1]
+    merged = x[:, first].clone()
+    size = torch.bincount(groups, minlength=num_groups)
+    involved = size[groups] > 1
+    if not involved.any():
+        return merged
+    members, member_groups = x[:, involved].float(), groups[involved]
+    g = grad[:, involved].float()
+    scale = g.abs().amax()
+    fisher = (g / scale) ** 2 if scale > 0 else torch.zeros_like(g)  # rescaled: no underflow; ratios unchanged
+    targets, local = torch.unique_consecutive(member_groups, return_inverse=True)
+    shape = (x.shape[0], targets.shape[0], x.shape[2])
+    weighted = torch.zeros(shape, device=x.device).index_add_(1, local, fisher * members)
+    weight = torch.zeros(shape, device=x.device).index_add_(1, local, fisher)
+    plain = torch.zeros(shape, device=x.device).index_add_(1, local, members) / size[targets].float()[None, :, None]
+    tiny = torch.finfo(torch.float32).tiny
+    merged[:, targets] = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
+    return merged
 
 
 def fisher_merge(cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor) -> LayerCache:

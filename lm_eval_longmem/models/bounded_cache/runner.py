@@ -57,6 +57,7 @@ class BoundedCacheRunner:
             hidden, new_kv, _ = self._forward(ids, want_received=False)
             if remove > 0:
                 self.caches = [self.policy.shrink(cache, remove, None) for cache in self.caches]
+                new_kv = [(k, v, None) for k, v, _ in new_kv]  # the shrunk cache moved: append anew
                 self.shrinks += 1
         self._append(ids, new_kv)
         return hidden
@@ -93,24 +94,27 @@ class BoundedCacheRunner:
         new_kv, received = [], []
         for layer in range(d.num_layers):
             q, k, v = d.project(layer, d.attention_input(layer, x))
-            window = self.policy.window(layer, self.caches[layer], q)
-            self.widest_attention = max(self.widest_attention, len(window) + c)
+            cache = self.caches[layer]
+            window = self.policy.window(layer, cache, q)
+            joined = window.extend(k, v, cos, sin)
+            self.widest_attention = max(self.widest_attention, len(joined))
             out, got = attend(
-                q, k, v, window.keys, window.values, window.log_counts, cos, sin, d.scaling, want_received
+                q, joined.rotated_keys(cos, sin), joined.values, window.log_counts, cos, sin, d.scaling, want_received
             )
             x = d.mlp_block(layer, x + d.attention_output(layer, out))
-            new_kv.append((k, v))
+            # what the cache becomes if nothing is removed: the joined window, when it is the whole cache
+            new_kv.append((k, v, joined.detached() if window is cache else None))
             received.append(got)
         return d.final_norm(x), new_kv, received
 
     def _forward_and_compress(self, ids: list[int], next_id: int | None, remove: int):
         """One forward with gradients on the cached keys/values, one backward of the chunk's
         causal-LM loss, then the policy merges `remove` entries per layer."""
-        leaves = []
-        for cache in self.caches:
-            cache.keys.requires_grad_(True)
-            cache.values.requires_grad_(True)
-            leaves += [cache.keys, cache.values]
+        self.caches = [
+            LayerCache(c.keys.detach().requires_grad_(), c.values.detach().requires_grad_(), c.counts, c.rotated)
+            for c in self.caches
+        ]
+        leaves = [t for c in self.caches for t in (c.keys, c.values)]
         targets = list(ids[1:]) + ([next_id] if next_id is not None else [])
         with torch.enable_grad():
             hidden, new_kv, received = self._forward(ids, want_received=True)
@@ -132,10 +136,13 @@ class BoundedCacheRunner:
             caches.append(self.policy.shrink(cache, remove, evidence))
         self.caches = caches
         self.shrinks += 1
-        return hidden.detach(), [(k.detach(), v.detach()) for k, v in new_kv]
+        return hidden.detach(), [(k.detach(), v.detach(), None) for k, v, _ in new_kv]
 
     def _append(self, ids: list[int], new_kv) -> None:
-        self.caches = [cache.append(k, v) for cache, (k, v) in zip(self.caches, new_kv)]
+        self.caches = [
+            joined if joined is not None else cache.append(k, v)
+            for cache, (k, v, joined) in zip(self.caches, new_kv)
+        ]
         self.recent_ids = (self.recent_ids + list(ids))[-self.policy.args.chunk_size :]
         self.tokens_seen += len(ids)
 

@@ -39,7 +39,8 @@ class BoundedCacheScorer:
         scored_end = span.start + len(span.targets)
         for start in range(0, len(row), chunk):
             stop = min(start + chunk, len(row))
-            hidden = runner.feed_chunk(row[start:stop], next_id=row[stop] if stop < len(row) else None)
+            more = stop < len(row)  # after the last chunk nothing reads the cache: no shrink needed
+            hidden = runner.feed_chunk(row[start:stop], next_id=row[stop] if more else None, shrink=more)
             first, last = max(start, span.start), min(stop, scored_end)
             if first < last:
                 targets = torch.tensor(span.targets[first - span.start : last - span.start], device=hidden.device)
