@@ -147,6 +147,34 @@ def test_streamingllm_positions_are_re_indexed_inside_the_cache():
     assert not torch.allclose(last, at_original_positions, atol=1e-3)
 
 
+def test_longcache_positions_are_re_assigned_inside_its_window():
+    """One layer again: the last chunk sees exactly what a fresh model sees on [sinks +
+    recalled tokens + local window + chunk], recalled tokens in their original order."""
+    model = one_layer_llama()
+    runner = runner_for(model, "longcache", **SMALL, top_k_prime=6, top_k=2)
+    windows = []
+    choose = runner.policy.window
+
+    def recording_window(layer, cache, queries):
+        window = choose(layer, cache, queries)
+        # which stored entries were picked: match keys back to the cache
+        picked = [int((cache.keys[0] == window.keys[0, i]).all(dim=-1).nonzero()[0]) for i in range(len(window))]
+        windows.append(picked)
+        return window
+
+    runner.policy.window = recording_window
+    ids = torch.randperm(64, generator=torch.Generator().manual_seed(10)).tolist()  # distinct tokens, distinct keys
+    with torch.no_grad():
+        for i in range(0, 56, 8):
+            runner.feed_chunk(ids[i : i + 8])
+        last = runner.decoder.logits(runner.feed_chunk(ids[56:64]))
+        picked = windows[-1]
+        assert len(picked) == 24 and picked[:4] == [0, 1, 2, 3] and picked[-14:] == list(range(42, 56))
+        assert picked == sorted(picked) and any(4 <= p < 42 for p in picked)
+        reference = model(torch.tensor([[ids[p] for p in picked] + ids[56:64]])).logits[0, -8:]
+    assert torch.allclose(last, reference, atol=1e-5)
+
+
 def test_stated_clm_gradients_are_those_of_the_chunk_loss():
     """The evidence handed to the merge is d(chunk LM loss)/d(cached pre-RoPE keys, values):
     checked against central differences along random directions (float64 model; its RMSNorm

@@ -32,6 +32,12 @@ class BoundedCacheMethod(LongMemMethod):
                 "the %d this model was trained on; lower max_context_length or chunk_size to stay inside it.",
                 self.name, widest, trained,
             )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and window < widest:
+            logger.warning(
+                "method=%s: the model's sliding window (%d) is not applied; attention is bounded by the cache "
+                "budget instead (up to %d entries).", self.name, window, widest,
+            )
         return model
 
     def context_length(self, base_length: int) -> int:
