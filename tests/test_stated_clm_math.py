@@ -39,15 +39,11 @@ def test_merge_without_information_is_the_plain_average_and_runs_merge_into_one(
     cache = cache_of([[0.0], [3.0], [6.0], [9.0]])
     zero = torch.zeros_like(cache.keys)
     merged = fisher_merge(cache, torch.tensor([False, True, True]), zero, zero)  # entries 1, 2, 3 form one run
-    assert merged_groups_ok(torch.tensor([False, True, True]), [0, 1, 1, 1])
+    assert merge_groups(torch.tensor([False, True, True])).tolist() == [0, 1, 1, 1]
     assert merged.keys[0, :, 0].tolist() == [0.0, 6.0] and merged.counts.tolist() == [1.0, 3.0]
     grad = torch.tensor([[[5.0], [1.0], [0.0], [2.0]]])
     merged = fisher_merge(cache, torch.tensor([False, True, True]), grad, grad)
     assert merged.keys[0, 1, 0].item() == pytest.approx((1 * 3 + 0 * 6 + 4 * 9) / 5)
-
-
-def merged_groups_ok(pairs, expected):
-    return merge_groups(pairs).tolist() == expected
 
 
 def test_unmerged_entries_stay_bit_identical():
