@@ -98,7 +98,7 @@ class TeacherForcedScorer:
     def _score_hidden(self, hidden: torch.Tensor, targets: tuple[int, ...]) -> ScoredContinuation:
         vocab = self.model.get_output_embeddings().weight.shape[0]
         step = self._chunk_len(vocab)
-        totals = _Totals()
+        totals = SpanTotals()
         target_ids = torch.tensor(targets, device=hidden.device)
         for i in range(0, len(targets), step):
             totals.add(self._head(hidden[i : i + step]), target_ids[i : i + step])
@@ -106,14 +106,14 @@ class TeacherForcedScorer:
 
     def _score_logits_chunked(self, logits: torch.Tensor, targets: tuple[int, ...]) -> ScoredContinuation:
         step = self._chunk_len(logits.shape[-1])
-        totals = _Totals()
+        totals = SpanTotals()
         target_ids = torch.tensor(targets, device=logits.device)
         for i in range(0, len(targets), step):
             totals.add(logits[i : i + step], target_ids[i : i + step])
         return totals.result(len(targets))
 
 
-class _Totals:
+class SpanTotals:
     """Running log-likelihood and argmax hits over chunks of one span."""
 
     def __init__(self):

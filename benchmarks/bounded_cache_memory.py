@@ -1,0 +1,246 @@
+"""Bounded-cache methods on SmolLM2-135M: memory (forgetting curve, passkey) and speed.
+
+With a budget well below the context (default 512 entries of a 4096-token input), compares
+`statedclm`, `streamingllm`, `longcache` and full-context `vanilla`:
+
+* forgetting-curve copy accuracy at a few lengths L (copy sequence [bos] S [bos] S, 2L + 1
+  tokens, last ceil(L/2) tokens of the second S scored, as the task does);
+* passkey accuracy at early depths (landmark-attention prompt, greedy, first integer = key);
+* teacher-forced scoring time per sequence, as a ratio statedclm / streamingllm;
+* decode time per token at two context lengths (bounded caches stay flat; vanilla grows),
+  and generation throughput statedclm / streamingllm (compression amortized over chunk_size).
+
+Methods alternate within each repetition and ratios use medians, so CPU contention hits both
+sides alike. Budget per the stated-CLM paper's Table 3 proportions: chunk = budget / 8, sinks
+32, LongCache's top-k' scaled from 256 of 4096 to the budget.
+
+    nice -n 5 python benchmarks/bounded_cache_memory.py                    # defaults below
+    nice -n 5 python benchmarks/bounded_cache_memory.py --quick            # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import statistics
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+BOUNDED = ("statedclm", "streamingllm", "longcache")
+TASK_LINE = (
+    "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
+    "I will quiz you about the important information there."
+)
+FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+
+
+def load():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lm_eval_longmem.default_model import default_model_dir
+
+    path = default_model_dir()
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def method_args(name: str, budget: int, chunk: int, sink: int) -> dict:
+    args = {"max_context_length": budget, "chunk_size": chunk, "sink_length": sink}
+    if name == "longcache":
+        args["top_k_prime"] = max(1, 256 * budget // 4096)
+    return args
+
+
+class Contestants:
+    """Scorers and generators of every method, built once."""
+
+    def __init__(self, model, tokenizer, budget, chunk, sink):
+        from lm_eval_longmem.models.methods import build_method
+        from lm_eval_longmem.models.scoring import TeacherForcedScorer
+
+        self.model, self.tokenizer = model, tokenizer
+        self.methods = {name: build_method(name, method_args(name, budget, chunk, sink)) for name in BOUNDED}
+        for method in self.methods.values():
+            method.prepare_model(model)
+        self.scorers = {name: m.make_scorer(model) for name, m in self.methods.items()}
+        self.scorers["vanilla"] = TeacherForcedScorer(model)
+        self.generators = {name: m.make_generator(model, tokenizer) for name, m in self.methods.items()}
+
+    def generate(self, name, prompt, max_new):
+        from lm_eval_longmem.models.generation import GenerationRequest
+
+        if name == "vanilla":
+            with torch.no_grad():
+                out = self.model.generate(torch.tensor([prompt]), max_new_tokens=max_new, do_sample=False,
+                                          pad_token_id=self.tokenizer.eos_token_id)
+            return out[0, len(prompt):].tolist()
+        return self.generators[name].generate(GenerationRequest(tuple(prompt), max_new))
+
+
+def forgetting_curve(c: Contestants, stream, lengths, samples, names):
+    from lm_eval_longmem.models.scoring import ScoredSpan
+    from lm_eval_longmem.tasks.forgetting_curve.sequences import copy_sequence, sample_spans, scored_range
+
+    bos = c.tokenizer.bos_token_id if c.tokenizer.bos_token_id is not None else c.tokenizer.eos_token_id
+    acc = {(n, L): [] for n in names for L in lengths}
+    secs = {(n, L): [] for n in names for L in lengths}
+    jobs = [(L, s) for L in lengths for s in range(samples)]
+    for L, s in tqdm(jobs, desc="forgetting curve"):
+        target, _ = sample_spans(len(stream), L, samples, np.random.default_rng([0, L]))[s]
+        seq = copy_sequence(stream[target : target + L].tolist(), bos, c.tokenizer.eos_token_id)
+        first, end = scored_range(L)
+        row = torch.tensor([seq[: end - 1]])
+        span = ScoredSpan(first - 1, tuple(seq[first:end]))
+        for name in names if s % 2 == 0 else reversed(names):
+            start = time.perf_counter()
+            (result,) = c.scorers[name].score(row, [span])
+            secs[(name, L)].append(time.perf_counter() - start)
+            acc[(name, L)].append(result.accuracy)
+    return acc, secs
+
+
+def passkey_prompt(tokenizer, length: int, depth: float, key: int) -> list[int]:
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    head, filler = encode(TASK_LINE), encode(FILLER)
+    needle = encode(f" The pass key is {key}. Remember it. {key} is the pass key.")
+    question = encode(" What is the pass key? The pass key is")
+    repeats = max(1, (length - len(head) - len(needle) - len(question)) // len(filler))
+    before = round(depth * repeats)
+    return head + filler * before + needle + filler * (repeats - before) + question
+
+
+def passkey(c: Contestants, lengths, depths, samples, names):
+    hits = {(n, L, d): [] for n in names for L in lengths for d in depths}
+    rng = np.random.default_rng(0)
+    jobs = [(L, d, int(rng.integers(1, 50001))) for L in lengths for d in depths for _ in range(samples)]
+    answers = {}
+    for L, d, key in tqdm(jobs, desc="passkey"):
+        prompt = passkey_prompt(c.tokenizer, L, d, key)
+        for name in names:
+            text = c.tokenizer.decode(c.generate(name, prompt, 8))
+            found = re.search(r"\d+", text)
+            hits[(name, L, d)].append(bool(found) and int(found.group()) == key)
+            answers[(name, L, d, key)] = text
+    return hits, answers
+
+
+def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
+    """ms per decoded token after a prefilled context of each length (prefill not timed)."""
+    from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
+
+    per_token = {(n, C): [] for n in names for C in contexts}
+    for C in contexts:
+        prompt = stream[:C].tolist()
+        states = {}
+        for name in tqdm(names, desc=f"prefill {C}"):
+            with torch.no_grad():
+                if name == "vanilla":
+                    out = c.model(torch.tensor([prompt]), use_cache=True)
+                    states[name] = (out.past_key_values, int(out.logits[0, -1].argmax()))
+                else:
+                    gen = c.generators[name]
+                    runner = BoundedCacheRunner(gen.decoder, gen.make_policy())
+                    chunk = runner.policy.args.chunk_size
+                    for i in range(0, C, chunk):
+                        hidden = runner.feed_chunk(prompt[i : i + chunk], prompt[i + chunk] if i + chunk < C else None)
+                    states[name] = (runner, int(gen.decoder.logits(hidden[-1]).argmax()))
+        for rep in range(reps):
+            for name in names if rep % 2 == 0 else reversed(names):
+                state, token = states[name]
+                with torch.no_grad():
+                    if name == "vanilla":
+                        cache = copy.deepcopy(state)
+                        start = time.perf_counter()
+                        for _ in range(tokens):
+                            out = c.model(torch.tensor([[token]]), past_key_values=cache, use_cache=True)
+                            token = int(out.logits[0, -1].argmax())
+                    else:
+                        runner = copy.copy(state)
+                        runner.caches, runner.recent_ids = list(state.caches), list(state.recent_ids)
+                        decoder = runner.decoder
+                        start = time.perf_counter()
+                        for _ in range(tokens):
+                            token = int(decoder.logits(runner.feed_token(token)[-1]).argmax())
+                per_token[(name, C)].append(1000 * (time.perf_counter() - start) / tokens)
+    return per_token
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=int, default=512)
+    parser.add_argument("--chunk", type=int, default=None, help="default: budget / 8 (Table 3's 512 of 4096)")
+    parser.add_argument("--sink", type=int, default=32)
+    parser.add_argument("--fc-lengths", type=int, nargs="+", default=[256, 1024, 2047])
+    parser.add_argument("--fc-samples", type=int, default=3)
+    parser.add_argument("--passkey-lengths", type=int, nargs="+", default=[2048, 4096])
+    parser.add_argument("--passkey-depths", type=float, nargs="+", default=[0.1, 0.3])
+    parser.add_argument("--passkey-samples", type=int, default=3)
+    parser.add_argument("--decode-contexts", type=int, nargs="+", default=[2048, 16384])
+    parser.add_argument("--decode-tokens", type=int, default=None, help="default: 2 chunks")
+    parser.add_argument("--decode-reps", type=int, default=3)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["fc", "passkey", "decode"])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
+    parser.add_argument("--json", help="also write the numbers here")
+    args = parser.parse_args()
+    if args.quick:
+        args.budget, args.fc_lengths, args.fc_samples = 128, [64, 200], 1
+        args.passkey_lengths, args.passkey_depths, args.passkey_samples = [400], [0.1], 1
+        args.decode_contexts, args.decode_reps = [300, 600], 1
+    chunk = args.chunk or args.budget // 8
+    decode_tokens = args.decode_tokens or 2 * chunk
+    torch.manual_seed(0)
+    from lm_eval_longmem.data.corpora import load_corpus
+    from lm_eval_longmem.data.token_stream import corpus_tokens
+
+    model, tokenizer = load()
+    c = Contestants(model, tokenizer, args.budget, chunk, args.sink)
+    stream = corpus_tokens(load_corpus("auto"), tokenizer)
+    names = [*BOUNDED, "vanilla"]
+    report = {"budget": args.budget, "chunk": chunk, "sink": args.sink, "threads": torch.get_num_threads()}
+    print(f"SmolLM2-135M, budget {args.budget}, chunk {chunk}, sinks {args.sink}, {torch.get_num_threads()} threads")
+
+    if "fc" not in args.skip:
+        acc, secs = forgetting_curve(c, stream, args.fc_lengths, args.fc_samples, names)
+        print("\nForgetting curve, copy accuracy (mean over samples) | scoring seconds per sequence (median)")
+        print(f"{'L (input 2L+1)':>16} " + " ".join(f"{n:>22}" for n in names) + f" {'statedclm/streaming':>20}")
+        for L in args.fc_lengths:
+            cells = [f"{np.mean(acc[(n, L)]):6.3f} | {statistics.median(secs[(n, L)]):7.2f}s" for n in names]
+            ratio = statistics.median(secs[("statedclm", L)]) / statistics.median(secs[("streamingllm", L)])
+            print(f"{L:>6} ({2 * L + 1:>5})  " + " ".join(f"{x:>22}" for x in cells) + f" {ratio:>19.2f}x")
+        report["forgetting_curve"] = {f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "seconds": secs[(n, L)]}
+                                      for n in names for L in args.fc_lengths}
+    if "passkey" not in args.skip:
+        hits, answers = passkey(c, args.passkey_lengths, args.passkey_depths, args.passkey_samples, names)
+        print("\nPasskey accuracy (greedy, first integer = key)")
+        print(f"{'length':>8} {'depth':>6} " + " ".join(f"{n:>13}" for n in names))
+        for L in args.passkey_lengths:
+            for d in args.passkey_depths:
+                print(f"{L:>8} {d:>6.2f} " + " ".join(f"{np.mean(hits[(n, L, d)]):>13.2f}" for n in names))
+        report["passkey"] = {f"{n}@{L}@{d}": float(np.mean(hits[(n, L, d)])) for n in names for L in args.passkey_lengths for d in args.passkey_depths}
+        report["passkey_answers"] = {f"{k[0]}@{k[1]}@{k[2]}@{k[3]}": v for k, v in answers.items()}
+    if "decode" not in args.skip:
+        per_token = decode_timing(c, stream, args.decode_contexts, decode_tokens, args.decode_reps, names)
+        lo, hi = args.decode_contexts[0], args.decode_contexts[-1]
+        print(f"\nDecode ms/token over {decode_tokens} tokens (median of {args.decode_reps}; includes compression)")
+        print(f"{'method':>14} " + " ".join(f"{C:>9}" for C in args.decode_contexts) + f" {f'{hi}/{lo}':>10}")
+        med = {k: statistics.median(v) for k, v in per_token.items()}
+        for n in names:
+            print(f"{n:>14} " + " ".join(f"{med[(n, C)]:>9.1f}" for C in args.decode_contexts) + f" {med[(n, hi)] / med[(n, lo)]:>9.2f}x")
+        for C in args.decode_contexts:
+            print(f"generation throughput statedclm / streamingllm at {C}: {med[('streamingllm', C)] / med[('statedclm', C)]:.2f}x")
+        report["decode_ms_per_token"] = {f"{n}@{C}": v for (n, C), v in per_token.items()}
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Attention of a chunk of queries over a cache window plus the chunk itself.
+
+Positions are re-indexed inside what attention sees: window entry i sits at position i and
+the chunk's queries/keys follow at W, W+1, ... (keys are rotated here, at attention time, from
+their pre-RoPE form). Each window entry's logit gets + log(count) (stated-CLM eq. 17), which
+makes one entry standing for `count` identical tokens attend exactly like those tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from lm_eval_longmem.models.bounded_cache.decoder import rotate
+
+
+def logit_bias(log_counts: torch.Tensor, chunk_len: int, dtype: torch.dtype) -> torch.Tensor:
+    """[c, W + c] additive bias: + log count on the window, causal 0/-inf on the chunk."""
+    window = log_counts.to(dtype)[None, :].expand(chunk_len, -1)
+    causal = torch.full((chunk_len, chunk_len), float("-inf"), dtype=dtype, device=log_counts.device).triu(1)
+    return torch.cat([window, causal], dim=1)
+
+
+def count_weighted_attention(q, k, v, bias, scale: float) -> torch.Tensor:
+    """softmax(q.k * scale + bias) v for q [H, c, d], k/v [Hkv, n, d] (GQA: H multiple of Hkv)."""
+    return F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=bias, scale=scale, enable_gqa=True)[0]
+
+
+def attention_probabilities(q, k, bias, scale: float) -> torch.Tensor:
+    """The weights of `count_weighted_attention`, [H, c, n] (for the attention each entry receives)."""
+    groups = q.shape[0] // k.shape[0]
+    k = k.repeat_interleave(groups, dim=0)
+    return torch.softmax((q @ k.transpose(1, 2)).float() * scale + bias.float(), dim=-1)
+
+
+def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False):
+    """Attention output [H, c, d] and, if asked, the attention each window entry received [W].
+
+    q [H, c, d] is the chunk's queries, pre-RoPE; keys (already rotated at positions 0..W+c-1)
+    and values [Hkv, W + c, d] are the window followed by the chunk's own entries.
+    """
+    c = q.shape[1]
+    W = keys.shape[1] - c
+    queries = rotate(q, cos[W : W + c], sin[W : W + c])
+    bias = logit_bias(window_log_counts, c, queries.dtype)
+    out = count_weighted_attention(queries, keys, values, bias, scale)
+    received = None
+    if want_received:
+        with torch.no_grad():
+            # eq. 18: summed over every query of the chunk and every attention head of the layer
+            # (with GQA each query head reads its group's KV head, so this sums over all groups).
+            received = attention_probabilities(queries.detach(), keys.detach(), bias, scale)[:, :, :W].sum(dim=(0, 1))
+    return out, received

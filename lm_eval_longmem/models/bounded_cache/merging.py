@@ -1,0 +1,86 @@
+"""Stated-CLM's compression math (§3.2-3.3), as plain tensor functions.
+
+* `pair_scores`: eq. 18-19. score_i = a_i + a_{i+1} (a = attention received, summed over
+  queries and heads), score'_i = exp(-i / sigma) * score_i, and +inf for pairs touching the
+  first `sink_length` entries, which are never merged.
+* `select_pairs`: the `n` adjacent pairs with the lowest score'. Pairs may share an entry; a
+  run of r chosen pairs merges r + 1 adjacent entries into one (a nested compression, as
+  compress(compress(jumps, over), the) in eq. 5), so exactly n entries disappear.
+* `fisher_merge`: eq. 13 with the diagonal Fisher H = g^2 (eq. 14) and the gradient terms
+  dropped (the paper's choice). A diagonal H has no cross-token block (H^12 = 0), so eq. 13
+  reduces, per element, to the Fisher-weighted average e* = sum_j g_j^2 e_j / sum_j g_j^2.
+  Where every g_j of an element is zero (no information), the plain average is used.
+  Counts add up (§3.2.2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
+
+
+def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch.Tensor:
+    """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf)."""
+    received = received.float()
+    scores = received[:-1] + received[1:]
+    index = torch.arange(scores.shape[0], device=scores.device, dtype=torch.float32)
+    scores = torch.exp(-index / sigma) * scores
+    scores[: min(sink_length, scores.shape[0])] = math.inf
+    return scores
+
+
+def select_pairs(scores: torch.Tensor, n: int) -> torch.Tensor:
+    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest finite scores."""
+    finite = int(torch.isfinite(scores).sum())
+    if n > finite:
+        raise ValueError(f"cannot merge {n} pairs: only {finite} pairs are outside the sinks")
+    chosen = torch.zeros_like(scores, dtype=torch.bool)
+    chosen[torch.topk(scores, n, largest=False).indices] = True
+    return chosen
+
+
+def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
+    """Group id [N] of each entry after merging the chosen pairs (runs become one group)."""
+    starts_new = torch.ones(pairs.shape[0] + 1, dtype=torch.long, device=pairs.device)
+    starts_new[1:] = (~pairs).long()
+    return torch.cumsum(starts_new, 0) - 1
+
+
+def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
+    """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` (non-decreasing ids
+    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are; only the
+    merged runs are averaged, so the cost grows with the number of merges, not with N."""
+    first = torch.ones_like(groups, dtype=torch.bool)
+    first[1:] = groups[1:] != groups[:-1]
+    merged = x[:, first].clone()
+    size = torch.bincount(groups, minlength=num_groups)
+    involved = size[groups] > 1
+    if not involved.any():
+        return merged
+    members, member_groups = x[:, involved].float(), groups[involved]
+    g = grad[:, involved].float()
+    scale = g.abs().amax()
+    fisher = (g / scale) ** 2 if scale > 0 else torch.zeros_like(g)  # rescaled: no underflow; ratios unchanged
+    targets, local = torch.unique_consecutive(member_groups, return_inverse=True)
+    shape = (x.shape[0], targets.shape[0], x.shape[2])
+    weighted = torch.zeros(shape, device=x.device).index_add_(1, local, fisher * members)
+    weight = torch.zeros(shape, device=x.device).index_add_(1, local, fisher)
+    plain = torch.zeros(shape, device=x.device).index_add_(1, local, members) / size[targets].float()[None, :, None]
+    tiny = torch.finfo(torch.float32).tiny
+    merged[:, targets] = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
+    return merged
+
+
+def fisher_merge(cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor) -> LayerCache:
+    """The cache after merging the chosen pairs: keys and values each by their own Fisher weights."""
+    groups = merge_groups(pairs)
+    num_groups = int(groups[-1]) + 1
+    counts = torch.zeros(num_groups, device=cache.counts.device).index_add_(0, groups, cache.counts)
+    return LayerCache(
+        fisher_average(cache.keys, key_grad, groups, num_groups),
+        fisher_average(cache.values, value_grad, groups, num_groups),
+        counts,
+    )

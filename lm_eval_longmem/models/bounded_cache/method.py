@@ -1,0 +1,53 @@
+"""The part every bounded-cache method shares: hooking the policy into the wrapper.
+
+A method subclasses `BoundedCacheMethod`, declares its `Args` (a `BudgetArgs` subclass) and
+`make_policy`; scoring and generation then run through `BoundedCacheRunner`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lm_eval_longmem.models.bounded_cache.decoder import Decoder
+from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
+from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
+from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+from lm_eval_longmem.models.methods.base import LongMemMethod
+
+logger = logging.getLogger(__name__)
+
+
+class BoundedCacheMethod(LongMemMethod):
+    def make_policy(self) -> CachePolicy:
+        raise NotImplementedError
+
+    def prepare_model(self, model):
+        Decoder(model)  # refuses unsupported architectures now, not mid-evaluation
+        model.requires_grad_(False)  # stated-CLM's backward needs gradients of the cache only
+        trained = getattr(model.config, "max_position_embeddings", None)
+        widest = self.args.max_context_length + self.args.chunk_size
+        if trained and widest > trained:
+            logger.warning(
+                "method=%s: attention spans up to max_context_length + chunk_size = %d positions, more than "
+                "the %d this model was trained on; lower max_context_length or chunk_size to stay inside it.",
+                self.name, widest, trained,
+            )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and window < widest:
+            logger.warning(
+                "method=%s: the model's sliding window (%d) is not applied; attention is bounded by the cache "
+                "budget instead (up to %d entries).", self.name, window, widest,
+            )
+        return model
+
+    def context_length(self, base_length: int) -> int:
+        """The training length, by default, so tasks size their inputs as for `vanilla` and the
+        curves compare point for point. Positions are re-indexed inside the cache, so any
+        longer input works too: pass max_length=N to allow it."""
+        return base_length
+
+    def make_scorer(self, model):
+        return BoundedCacheScorer(Decoder(model), self.make_policy)
+
+    def make_generator(self, model, tokenizer):
+        return BoundedCacheGenerator(Decoder(model), self.make_policy, tokenizer)

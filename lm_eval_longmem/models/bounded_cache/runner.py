@@ -1,0 +1,148 @@
+"""The bounded-cache forward loop: chunked prefill that compresses as it goes, then decoding.
+
+One runner holds one sequence's per-layer caches. `feed_chunk` processes up to `chunk_size`
+tokens against the cache and returns their final hidden states (so a scorer gets every
+token's logits as it is processed); when the cache would exceed the budget, the policy
+shrinks it right after the chunk, before the chunk's own entries are appended:
+
+    cache (<= M entries) + chunk (c tokens)  ->  shrink cache by len + c - M  ->  append chunk
+
+so the stored cache never holds more than M = max_context_length entries between chunks, and
+attention never sees more than M + c entries. For stated-CLM the chunk's forward runs with
+gradients enabled on the cached keys/values (model weights stay frozen), and one backward of
+its causal-LM loss gives the Fisher information for the merge (§3.4: k pairs per forward and
+backward). Decoding appends one entry per token; once `chunk_size` tokens have piled up past
+the budget, the cache is shrunk the same way (stated-CLM re-runs those tokens as one chunk
+with gradients, which is the "one forward and backward per k tokens" of §3.4).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from lm_eval_longmem.models.bounded_cache.attention import attend
+from lm_eval_longmem.models.bounded_cache.decoder import Decoder
+from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
+from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
+
+
+class BoundedCacheRunner:
+    def __init__(self, decoder: Decoder, policy: CachePolicy):
+        self.decoder = decoder
+        self.policy = policy
+        self.caches = [
+            LayerCache.empty(decoder.num_kv_heads, decoder.head_dim, decoder.dtype, decoder.device)
+            for _ in range(decoder.num_layers)
+        ]
+        self.recent_ids: list[int] = []  # token ids behind the newest entries (at most chunk_size)
+        self.tokens_seen = 0
+        self.widest_attention = 0  # most keys one query has attended to (budget checks)
+        self.shrinks = 0
+        self._cos = self._sin = None
+
+    def __len__(self) -> int:
+        return len(self.caches[0])
+
+    # --- public ------------------------------------------------------------------------------
+    def feed_chunk(self, ids: list[int], next_id: int | None = None, shrink: bool = True) -> torch.Tensor:
+        """Final hidden states [c, hidden] of `ids`; `next_id` (the token after them, if known)
+        is one more target for the chunk's LM loss when the cache is compressed. With
+        `shrink=False` the entries are appended past the budget (decoding piles up a chunk)."""
+        over = len(self) + len(ids) - self.policy.budget
+        remove = over if shrink and not self.policy.keeps_everything else 0
+        if remove > 0 and self.policy.needs_evidence:
+            hidden, new_kv = self._forward_and_compress(ids, next_id, remove)
+        else:
+            hidden, new_kv, _ = self._forward(ids, want_received=False)
+            if remove > 0:
+                self.caches = [self.policy.shrink(cache, remove, None) for cache in self.caches]
+                new_kv = [(k, v, None) for k, v, _ in new_kv]  # the shrunk cache moved: append anew
+                self.shrinks += 1
+        self._append(ids, new_kv)
+        return hidden
+
+    def feed_token(self, token_id: int) -> torch.Tensor:
+        """Decode step: hidden state [1, hidden] of one new token. Shrinks first when a whole
+        chunk has piled up past the budget."""
+        chunk = self.policy.args.chunk_size
+        overflow = len(self) - self.policy.budget
+        if not self.policy.keeps_everything and overflow >= chunk:
+            if self.policy.needs_evidence:
+                tail = self.recent_ids[-chunk:]
+                self.caches = [cache.prefix(len(cache) - chunk) for cache in self.caches]
+                self.recent_ids = self.recent_ids[:-chunk]
+                self.tokens_seen -= chunk  # fed again, as one chunk with gradients
+                self.feed_chunk(tail, next_id=token_id)
+            else:
+                self.caches = [self.policy.shrink(cache, overflow, None) for cache in self.caches]
+                self.shrinks += 1
+        return self.feed_chunk([token_id], shrink=False)
+
+    # --- the loop ----------------------------------------------------------------------------
+    def _rope(self, n: int, like: torch.Tensor):
+        if self._cos is None or self._cos.shape[0] < n:
+            size = max(n, 2 * (self._cos.shape[0] if self._cos is not None else 0), 256)
+            self._cos, self._sin = self.decoder.rope(size, like)
+        return self._cos, self._sin
+
+    def _forward(self, ids: list[int], want_received: bool):
+        d = self.decoder
+        c = len(ids)
+        x = d.embed(torch.tensor(ids, device=d.device))
+        cos, sin = self._rope(len(self) + c, x)
+        new_kv, received = [], []
+        for layer in range(d.num_layers):
+            q, k, v = d.project(layer, d.attention_input(layer, x))
+            cache = self.caches[layer]
+            window = self.policy.window(layer, cache, q)
+            joined = window.extend(k, v, cos, sin)
+            self.widest_attention = max(self.widest_attention, len(joined))
+            out, got = attend(
+                q, joined.rotated_keys(cos, sin), joined.values, window.log_counts, cos, sin, d.scaling, want_received
+            )
+            x = d.mlp_block(layer, x + d.attention_output(layer, out))
+            # what the cache becomes if nothing is removed: the joined window, when it is the whole cache
+            new_kv.append((k, v, joined.detached() if window is cache else None))
+            received.append(got)
+        return d.final_norm(x), new_kv, received
+
+    def _forward_and_compress(self, ids: list[int], next_id: int | None, remove: int):
+        """One forward with gradients on the cached keys/values, one backward of the chunk's
+        causal-LM loss, then the policy merges `remove` entries per layer."""
+        self.caches = [
+            LayerCache(c.keys.detach().requires_grad_(), c.values.detach().requires_grad_(), c.counts, c.rotated)
+            for c in self.caches
+        ]
+        leaves = [t for c in self.caches for t in (c.keys, c.values)]
+        targets = list(ids[1:]) + ([next_id] if next_id is not None else [])
+        with torch.enable_grad():
+            hidden, new_kv, received = self._forward(ids, want_received=True)
+            if targets:
+                logits = self.decoder.logits(hidden[: len(targets)]).float()
+                loss = F.cross_entropy(logits, torch.tensor(targets, device=logits.device), reduction="sum")
+                grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+            else:
+                grads = [None] * len(leaves)
+        caches = []
+        for layer, cache in enumerate(self.caches):
+            cache = cache.detached()
+            key_grad, value_grad = grads[2 * layer], grads[2 * layer + 1]
+            evidence = Evidence(
+                key_grad if key_grad is not None else torch.zeros_like(cache.keys),
+                value_grad if value_grad is not None else torch.zeros_like(cache.values),
+                received[layer],
+            )
+            caches.append(self.policy.shrink(cache, remove, evidence))
+        self.caches = caches
+        self.shrinks += 1
+        return hidden.detach(), [(k.detach(), v.detach(), None) for k, v, _ in new_kv]
+
+    def _append(self, ids: list[int], new_kv) -> None:
+        self.caches = [
+            joined if joined is not None else cache.append(k, v)
+            for cache, (k, v, joined) in zip(self.caches, new_kv)
+        ]
+        self.recent_ids = (self.recent_ids + list(ids))[-self.policy.args.chunk_size :]
+        self.tokens_seen += len(ids)
+

@@ -1,0 +1,49 @@
+"""Teacher-forced scoring through a bounded cache (what `forgetting_curve` needs).
+
+Each row is fed in chunks of `chunk_size`; the logits of a chunk's tokens are taken as the
+chunk is processed (before the cache is shrunk for the next one), and only the scored
+positions go through the output head. Rows are run one at a time: each has its own cache,
+compressed at its own moments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from lm_eval_longmem.models.bounded_cache.decoder import Decoder
+from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
+from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
+from lm_eval_longmem.models.scoring import ScoredSpan, SpanTotals
+from lm_eval_longmem.requests import ScoredContinuation
+
+
+class BoundedCacheScorer:
+    def __init__(self, decoder: Decoder, make_policy: Callable[[], CachePolicy]):
+        self.decoder = decoder
+        self.make_policy = make_policy
+        self.strategy = f"bounded_cache:{make_policy().name}"
+        self.last_runner: BoundedCacheRunner | None = None  # kept for inspection (tests, benchmarks)
+
+    @torch.no_grad()
+    def score(self, input_ids: torch.Tensor, spans: list[ScoredSpan]) -> list[ScoredContinuation]:
+        """Score a right-padded batch [B, T]: row b's real tokens end with its span."""
+        return [self._score_row(input_ids[b, : s.start + len(s.targets)].tolist(), s) for b, s in enumerate(spans)]
+
+    def _score_row(self, row: list[int], span: ScoredSpan) -> ScoredContinuation:
+        policy = self.make_policy()
+        runner = BoundedCacheRunner(self.decoder, policy)
+        chunk = policy.args.chunk_size
+        totals = SpanTotals()
+        scored_end = span.start + len(span.targets)
+        for start in range(0, len(row), chunk):
+            stop = min(start + chunk, len(row))
+            more = stop < len(row)  # after the last chunk nothing reads the cache: no shrink needed
+            hidden = runner.feed_chunk(row[start:stop], next_id=row[stop] if more else None, shrink=more)
+            first, last = max(start, span.start), min(stop, scored_end)
+            if first < last:
+                targets = torch.tensor(span.targets[first - span.start : last - span.start], device=hidden.device)
+                totals.add(self.decoder.logits(hidden[first - start : last - start]), targets)
+        self.last_runner = runner
+        return totals.result(len(span.targets))

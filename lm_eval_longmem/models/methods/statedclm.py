@@ -1,0 +1,46 @@
+"""`statedclm`: stated causal language modeling (stated-CLM), §3 of the paper.
+
+Once the cache holds `max_context_length` entries, every chunk of `chunk_size` new tokens is
+absorbed by merging as many adjacent pairs of cached entries, per layer, in key/value space:
+the pairs that received the least attention from the chunk (eq. 18, normalized by
+exp(-i/sigma), eq. 19; the first `sink_length` entries never merge), each replaced by the
+Fisher-weighted average of its keys and of its values (eq. 13-14, gradient terms dropped),
+with the gradients of one backward of the chunk's causal-LM loss. A merged entry counts for
+the tokens it stands for: its attention logit gets + log(count) (eq. 17).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
+
+
+@dataclass(frozen=True)
+class StatedCLMArgs(BudgetArgs):
+    sigma: float = field(default=4096.0, metadata={"help": "positional normalization exp(-i/sigma) of eq. 19"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.sigma <= 0:
+            raise ValueError("sigma must be positive")
+
+
+class StatedCLMPolicy(CachePolicy):
+    name = "statedclm"
+    needs_evidence = True
+
+    def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
+        scores = pair_scores(evidence.received, self.args.sink_length, self.args.sigma)
+        pairs = select_pairs(scores, remove)
+        return fisher_merge(cache, pairs, evidence.key_grad, evidence.value_grad)
+
+
+class StatedCLM(BoundedCacheMethod):
+    name = "statedclm"
+    summary = "stated-CLM: merge adjacent KV pairs (Fisher-weighted) to keep a bounded cache"
+    Args = StatedCLMArgs
+
+    def make_policy(self) -> CachePolicy:
+        return StatedCLMPolicy(self.args)

@@ -1,0 +1,38 @@
+"""`streamingllm`: attention sinks plus a recent window (Xiao et al., StreamingLLM).
+
+Keeps the first `sink_length` entries and the most recent ones; once the cache would exceed
+`max_context_length`, the oldest entries after the sinks are evicted (a chunk at a time, with
+the same `chunk_size` as stated-CLM, as the stated-CLM paper runs its baselines). Keys are
+cached before RoPE and positions are re-indexed inside the cache, as in the StreamingLLM paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, Evidence, LayerCache
+
+
+@dataclass(frozen=True)
+class StreamingLLMArgs(BudgetArgs):
+    pass
+
+
+class StreamingLLMPolicy(CachePolicy):
+    name = "streamingllm"
+
+    def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
+        sinks = min(self.args.sink_length, len(cache))
+        keep = torch.cat([torch.arange(sinks), torch.arange(sinks + remove, len(cache))]).to(cache.counts.device)
+        return cache.take(keep)
+
+
+class StreamingLLM(BoundedCacheMethod):
+    name = "streamingllm"
+    summary = "StreamingLLM: attention sinks + recent window, positions re-indexed in the cache"
+    Args = StreamingLLMArgs
+
+    def make_policy(self) -> CachePolicy:
+        return StreamingLLMPolicy(self.args)

@@ -1,0 +1,240 @@
+"""The shared bounded-cache machinery on tiny real models: equality with vanilla when nothing is
+evicted (scoring and generation, Llama/Mistral/Qwen3), the budget, re-indexed positions, the
+stated-CLM gradients, LongCache's recall."""
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+from lm_eval_longmem.models.bounded_cache.decoder import Decoder, UnsupportedArchitectureError
+from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
+from lm_eval_longmem.models.bounded_cache.recall import recall_middle
+from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
+from lm_eval_longmem.models.generation import GenerationRequest
+from lm_eval_longmem.models.methods import MethodArgumentError, build_method
+from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+
+METHODS = ("statedclm", "streamingllm", "longcache")
+SMALL = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
+
+
+def small_args(name, **extra):
+    return {**SMALL, **({"top_k_prime": 6} if name == "longcache" else {}), **extra}
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+def token_ids(n, seed=0, vocab=60):
+    return torch.randint(4, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def runner_for(model, name, **args):
+    method = build_method(name, args)
+    method.prepare_model(model)
+    return BoundedCacheRunner(Decoder(model), method.make_policy())
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_scoring_equals_vanilla_when_nothing_is_evicted(tiny, name):
+    method = build_method(name, small_args(name, max_context_length=128, chunk_size=16))
+    rows = [token_ids(70, seed=1), token_ids(50, seed=2) + [3] * 20]  # right-padded batch
+    spans = [ScoredSpan(30, tuple(rows[0][31:70]) + (5,)), ScoredSpan(10, tuple(rows[1][11:50]) + (7,))]
+    batch = torch.tensor(rows)
+    ours = method.make_scorer(tiny).score(batch, spans)
+    reference = TeacherForcedScorer(tiny).score(batch, spans)
+    for a, b in zip(ours, reference):
+        assert a[0] == pytest.approx(b[0], abs=1e-4) and (a.num_correct, a[1]) == (b.num_correct, b[1])
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_generation_equals_vanilla_greedy_when_nothing_is_evicted(tiny, name):
+    method = build_method(name, small_args(name, max_context_length=120, chunk_size=16))
+    prompt = token_ids(40, seed=3)
+    ours = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 30))
+    reference = tiny.generate(torch.tensor([prompt]), max_new_tokens=30, do_sample=False, pad_token_id=3)[0, 40:]
+    assert ours == reference.tolist()
+
+
+def test_generation_stops_at_a_stop_token(tiny):
+    method = build_method("streamingllm", SMALL)
+    prompt = token_ids(20, seed=4)
+    free = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 12))
+    stopped = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 12, frozenset({free[3]})))
+    assert stopped == free[: free.index(free[3]) + 1]
+
+
+def tiny_of(config_cls, **extra):
+    torch.manual_seed(0)
+    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, max_position_embeddings=128, **extra)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3"])
+def test_other_llama_family_models_match_vanilla(family):
+    from transformers import MistralConfig, Qwen2Config, Qwen3Config
+
+    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[family]
+    model = tiny_of(config_cls, **({"head_dim": 8} if family == "qwen3" else {}))
+    ids = token_ids(50, seed=5)
+    runner = runner_for(model, "statedclm", max_context_length=100, chunk_size=16, sink_length=4)
+    with torch.no_grad():
+        ours = runner.decoder.logits(torch.cat([runner.feed_chunk(ids[i : i + 16]) for i in range(0, 50, 16)]))
+        reference = model(torch.tensor([ids])).logits[0]
+    assert torch.allclose(ours, reference, atol=1e-5)
+
+
+def test_unsupported_architectures_are_refused():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32))
+    with pytest.raises(UnsupportedArchitectureError, match="Llama-family"):
+        build_method("statedclm", {}).prepare_model(model)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_the_cache_never_exceeds_its_budget(tiny, name):
+    runner = runner_for(tiny, name, **small_args(name))
+    ids = token_ids(120, seed=6)
+    with torch.no_grad():
+        for i in range(0, 120, 8):
+            runner.feed_chunk(ids[i : i + 8], ids[i + 8] if i + 8 < 120 else None)
+            if name != "longcache":
+                assert len(runner) <= 24
+            assert runner.widest_attention <= 24 + 8
+        for token in token_ids(40, seed=7):  # decoding piles up at most one chunk past the budget
+            runner.feed_token(token)
+            if name != "longcache":
+                assert len(runner) <= 24 + 8
+            assert runner.widest_attention <= 24 + 8
+    assert runner.widest_attention == 24 + 8
+    if name == "statedclm":
+        assert runner.shrinks > 0 and all(float(c.counts.sum()) == runner.tokens_seen for c in runner.caches)
+        assert all(torch.equal(c.counts[:4], torch.ones(4)) for c in runner.caches)  # sinks never merge
+    if name == "longcache":
+        assert len(runner) == 160  # keeps everything; attention is bounded instead
+
+
+def one_layer_llama():
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+                         num_key_value_heads=2, max_position_embeddings=128)
+    return LlamaForCausalLM(config).eval()
+
+
+def test_streamingllm_positions_are_re_indexed_inside_the_cache():
+    """With one layer, cached keys/values depend on their token only: after evictions, the last
+    chunk must see exactly what a fresh model sees on [sinks + recent window + chunk], i.e.
+    kept entries at positions 0..W-1 and the chunk right after them (not at its original
+    positions, which RoPE would tell apart)."""
+    model = one_layer_llama()
+    runner = runner_for(model, "streamingllm", **SMALL)
+    ids = token_ids(64, seed=8)
+    with torch.no_grad():
+        for i in range(0, 56, 8):
+            runner.feed_chunk(ids[i : i + 8])
+        assert len(runner) == 24
+        last = runner.decoder.logits(runner.feed_chunk(ids[56:64]))
+        kept = ids[:4] + ids[36:56]
+        reference = model(torch.tensor([kept + ids[56:64]])).logits[0, -8:]
+        at_original_positions = model(torch.tensor([ids])).logits[0, -8:]
+    assert torch.allclose(last, reference, atol=1e-5)
+    assert not torch.allclose(last, at_original_positions, atol=1e-3)
+
+
+def test_longcache_positions_are_re_assigned_inside_its_window():
+    """One layer again: the last chunk sees exactly what a fresh model sees on [sinks +
+    recalled tokens + local window + chunk], recalled tokens in their original order."""
+    model = one_layer_llama()
+    runner = runner_for(model, "longcache", **SMALL, top_k_prime=6, top_k=2)
+    windows = []
+    choose = runner.policy.window
+
+    def recording_window(layer, cache, queries):
+        window = choose(layer, cache, queries)
+        # which stored entries were picked: match keys back to the cache
+        picked = [int((cache.keys[0] == window.keys[0, i]).all(dim=-1).nonzero()[0]) for i in range(len(window))]
+        windows.append(picked)
+        return window
+
+    runner.policy.window = recording_window
+    ids = torch.randperm(64, generator=torch.Generator().manual_seed(10)).tolist()  # distinct tokens, distinct keys
+    with torch.no_grad():
+        for i in range(0, 56, 8):
+            runner.feed_chunk(ids[i : i + 8])
+        last = runner.decoder.logits(runner.feed_chunk(ids[56:64]))
+        picked = windows[-1]
+        assert len(picked) == 24 and picked[:4] == [0, 1, 2, 3] and picked[-14:] == list(range(42, 56))
+        assert picked == sorted(picked) and any(4 <= p < 42 for p in picked)
+        reference = model(torch.tensor([[ids[p] for p in picked] + ids[56:64]])).logits[0, -8:]
+    assert torch.allclose(last, reference, atol=1e-5)
+
+
+def test_stated_clm_gradients_are_those_of_the_chunk_loss():
+    """The evidence handed to the merge is d(chunk LM loss)/d(cached pre-RoPE keys, values):
+    checked against central differences along random directions (float64 model; its RMSNorm
+    computes in float32, hence the step size and tolerance)."""
+    model = one_layer_llama().double()
+    runner = runner_for(model, "statedclm", **SMALL)
+    ids = token_ids(40, seed=9)
+    with torch.no_grad():
+        for i in range(0, 24, 8):
+            runner.feed_chunk(ids[i : i + 8])
+    seen = {}
+    shrink = runner.policy.shrink
+
+    def recording_shrink(cache, remove, evidence):
+        seen["evidence"] = evidence
+        return shrink(cache, remove, evidence)
+
+    runner.policy.shrink = recording_shrink
+    before = runner.caches[0].detached()
+    chunk, next_id = ids[24:32], ids[32]
+
+    def loss_with(keys, values):
+        probe = BoundedCacheRunner(runner.decoder, runner.policy)
+        probe.caches = [LayerCache(keys, values, before.counts)]
+        hidden, _, _ = probe._forward(chunk, want_received=False)
+        logits = runner.decoder.logits(hidden)
+        return float(torch.nn.functional.cross_entropy(logits, torch.tensor(chunk[1:] + [next_id]), reduction="sum"))
+
+    with torch.no_grad():
+        runner.feed_chunk(chunk, next_id)
+        evidence = seen["evidence"]
+        assert evidence.received.shape == (24,) and 0 < float(evidence.received.sum()) < 4 * 8
+        generator = torch.Generator().manual_seed(0)
+        eps = 1e-3
+        for which in ("keys", "values"):
+            for _ in range(2):
+                direction = torch.randn(before.keys.shape, generator=generator, dtype=torch.float64)
+                k, v = before.keys, before.values
+                plus = loss_with(k + eps * direction, v) if which == "keys" else loss_with(k, v + eps * direction)
+                minus = loss_with(k - eps * direction, v) if which == "keys" else loss_with(k, v - eps * direction)
+                grad = evidence.key_grad if which == "keys" else evidence.value_grad
+                assert float((grad * direction).sum()) == pytest.approx((plus - minus) / (2 * eps), rel=1e-2)
+    assert len(runner) == 24 and float(runner.caches[0].counts.sum()) == 32
+
+
+def test_longcache_recalls_the_keys_queries_point_at():
+    keys = torch.zeros(1, 10, 4)
+    keys[0, :, 0] = -1.0  # irrelevant keys score below 0
+    keys[0, 7] = torch.tensor([5.0, 0, 0, 0])
+    keys[0, 2] = torch.tensor([0, 5.0, 0, 0])
+    queries = torch.tensor([[[1.0, 0, 0, 0], [1.0, 0.1, 0, 0]], [[1.0, 0, 0, 0], [1.0, 0, 0, 0]]])  # 2 heads, 1 KV head
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=4, span_size=1).tolist() == [7]
+    assert recall_middle(queries, keys, top_k=2, top_k_prime=4, span_size=1).tolist() == [2, 7]
+    spans = recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=3).tolist()
+    assert spans == [6, 7, 8]
+    assert len(recall_middle(queries, keys, top_k=4, top_k_prime=2, span_size=4)) == 2  # never over top_k_prime
+
+
+def test_budget_arguments_are_validated():
+    with pytest.raises(MethodArgumentError, match="must exceed sink_length \\+ chunk_size"):
+        build_method("statedclm", {"max_context_length": 512, "chunk_size": 512})
+    with pytest.raises(MethodArgumentError, match="local window"):
+        build_method("longcache", {"max_context_length": 288, "chunk_size": 8})
+    with pytest.raises(MethodArgumentError, match="sigma"):
+        build_method("statedclm", {"sigma": 0})
