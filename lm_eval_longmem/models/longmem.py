@@ -61,7 +61,7 @@ class ScoringOutOfMemoryError(RuntimeError):
 
 
 def _parse_bool(name: str, value) -> bool:
-    from lm_eval_longmem.models.methods.arguments import coerce
+    from lm_eval_longmem.typed_values import coerce
 
     try:
         return coerce(value, bool)

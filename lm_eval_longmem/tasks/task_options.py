@@ -14,6 +14,8 @@ import dataclasses
 import typing
 from typing import Any, TypeVar
 
+from lm_eval_longmem.typed_values import coerce
+
 T = TypeVar("T")
 
 
@@ -47,34 +49,8 @@ def parse_task_options(
 
 
 def convert(value: Any, annotation: Any) -> Any:
-    """`value` as `annotation` (int, str, bool, tuple[int, ...], or one of them | None)."""
-    args = typing.get_args(annotation)
-    if type(None) in args:
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
-            return None
-        (annotation,) = [a for a in args if a is not type(None)]
-        args = typing.get_args(annotation)
-    if typing.get_origin(annotation) is tuple:
-        items = [convert(item, args[0]) for item in _as_list(value)]
-        return tuple(sorted(set(items))) if args[0] is int else tuple(items)
-    if annotation is bool:
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-            return value.strip().lower() in ("true", "1")
-        if isinstance(value, bool):
-            return value
-        raise ValueError("expected true or false")
-    if annotation is int:
-        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-            raise ValueError("expected an integer")
-        return int(value)
-    if annotation is str:
-        return str(value)
-    raise TypeError(f"unsupported option type {annotation!r}")
-
-
-def _as_list(value: Any) -> list:
-    if isinstance(value, str):
-        return value.strip("[]() ").replace(",", " ").replace(";", " ").split()
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+    """`value` as `annotation`; integer lists come back sorted and without repeats."""
+    converted = coerce(value, annotation)
+    if isinstance(converted, tuple) and all(isinstance(v, int) for v in converted):
+        return tuple(sorted(set(converted)))
+    return converted

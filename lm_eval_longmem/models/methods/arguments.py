@@ -7,6 +7,8 @@ import types
 import typing
 from typing import Any
 
+from lm_eval_longmem.typed_values import coerce
+
 
 class MethodArgumentError(ValueError):
     """An argument of a long-memory method is unknown or has the wrong type."""
@@ -47,49 +49,6 @@ def parse_args(method_name: str, args_cls: type, raw: dict[str, Any]):
         ) from None
     except ValueError as err:  # validation in __post_init__
         raise MethodArgumentError(f"method={method_name}: {err}") from None
-
-
-def coerce(value: Any, annotation: Any) -> Any:
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return coerce(value, option)
-            except (TypeError, ValueError) as err:
-                errors.append(str(err))
-        raise ValueError("; ".join(errors))
-    if origin is typing.Literal:
-        choices = typing.get_args(annotation)
-        if value in choices:
-            return value
-        raise ValueError(f"expected one of {list(choices)}")
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        raise ValueError("expected true or false")
-    if annotation is int:
-        if isinstance(value, bool):
-            raise ValueError("expected an integer")
-        if isinstance(value, float) and not value.is_integer():
-            raise ValueError("expected an integer")
-        return int(value)
-    if annotation is float:
-        if isinstance(value, bool):
-            raise ValueError("expected a number")
-        return float(value)
-    if annotation is str:
-        return str(value)
-    raise TypeError(f"unsupported argument type {annotation!r}")
 
 
 def _type_name(annotation: Any) -> str:

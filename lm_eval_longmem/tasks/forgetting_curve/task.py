@@ -18,7 +18,6 @@ import datasets
 import numpy as np
 from lm_eval.api.instance import Instance
 from lm_eval.api.metrics import mean
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_tokens
@@ -34,6 +33,7 @@ from lm_eval_longmem.tasks.forgetting_curve.sequences import (
     scored_range,
 )
 from lm_eval_longmem.tasks.model_view import model_view
+from lm_eval_longmem.tasks.python_task import LongMemTask
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,13 @@ REDUCED_WARNING = (
 )
 
 
-class ForgettingCurveTask(ConfigurableTask):
-    VERSION = 1
+class ForgettingCurveTask(LongMemTask):
+    TASK_NAME = TASK_NAME
+    OUTPUT_TYPE = "loglikelihood"
 
     def __init__(self, config: dict | None = None, **kwargs):
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        base = {"task": TASK_NAME, "output_type": "loglikelihood", "test_split": "test", "num_fewshot": 0}
         self._warned_reduced = False
-        super().__init__(config={**base, **config}, **kwargs)
+        super().__init__(config, **kwargs)
 
     # --- data -----------------------------------------------------------------------------
     def download(self, dataset_kwargs=None, **kwargs) -> None:

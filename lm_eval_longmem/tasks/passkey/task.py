@@ -15,10 +15,10 @@ import logging
 import datasets
 import numpy as np
 from lm_eval.api.metrics import mean
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
+from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.passkey import metrics
 from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE
 from lm_eval_longmem.tasks.passkey.protocol import (
@@ -36,19 +36,9 @@ logger = logging.getLogger(__name__)
 TASK_NAME = "longmem_passkey"
 
 
-class PasskeyTask(ConfigurableTask):
-    VERSION = 1
-
-    def __init__(self, config: dict | None = None, **kwargs):
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        base = {
-            "task": TASK_NAME,
-            "output_type": "generate_until",
-            "test_split": "test",
-            "num_fewshot": 0,
-            "generation_kwargs": {"until": [], "max_gen_toks": ANSWER_TOKENS, "do_sample": False, "temperature": 0.0},
-        }
-        super().__init__(config={**base, **config}, **kwargs)
+class PasskeyTask(LongMemTask):
+    TASK_NAME = TASK_NAME
+    GENERATION_KWARGS = {"until": [], "max_gen_toks": ANSWER_TOKENS, "do_sample": False, "temperature": 0.0}
 
     # --- data -----------------------------------------------------------------------------
     def download(self, dataset_kwargs=None, **kwargs) -> None:

@@ -13,10 +13,10 @@ import logging
 import datasets
 import numpy as np
 from lm_eval.api.metrics import mean
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_longmem.data.leval_topicret import load_topicret
 from lm_eval_longmem.tasks.model_view import model_view
+from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget, max_gen_toks
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.tasks.topicret.leval_format import longchat_prompt, user_message
@@ -40,25 +40,14 @@ def mean_of_positions(records) -> float:
     return float(np.mean([np.mean(v) for v in by_position.values()])) if by_position else float("nan")
 
 
-class TopicRetTask(ConfigurableTask):
-    VERSION = 1
-
-    def __init__(self, config: dict | None = None, **kwargs):
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        base = {
-            "task": TASK_NAME,
-            "output_type": "generate_until",
-            "test_split": "test",
-            "num_fewshot": 0,
-            "generation_kwargs": dict(GENERATION_KWARGS),
-        }
-        super().__init__(config={**base, **config}, **kwargs)
+class TopicRetTask(LongMemTask):
+    TASK_NAME = TASK_NAME
+    GENERATION_KWARGS = GENERATION_KWARGS
 
     # --- data -----------------------------------------------------------------------------
     def download(self, dataset_kwargs=None, **kwargs) -> None:
         metadata = dict(self.config.metadata or {})
         options = parse_task_options(TopicRetOptions, metadata, OPTION_PREFIX)
-        options.validate()
         model = model_view(metadata)
         budget = PromptBudget(model.tokenizer, model.context_length, max_gen_toks(self.config.generation_kwargs))
         records = load_topicret(options.data)

@@ -13,10 +13,10 @@ import logging
 
 import datasets
 from lm_eval.api.metrics import mean
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
+from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget, max_gen_toks
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.tasks.trec_manyshot.classification_score import trec_score
@@ -34,25 +34,14 @@ TASK_NAME = "longmem_trec_manyshot"
 GENERATION_KWARGS = {"until": ["\n"], "max_gen_toks": 64, "do_sample": False, "temperature": 0.0}
 
 
-class TrecManyShotTask(ConfigurableTask):
-    VERSION = 1
-
-    def __init__(self, config: dict | None = None, **kwargs):
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        base = {
-            "task": TASK_NAME,
-            "output_type": "generate_until",
-            "test_split": "test",
-            "num_fewshot": 0,
-            "generation_kwargs": dict(GENERATION_KWARGS),
-        }
-        super().__init__(config={**base, **config}, **kwargs)
+class TrecManyShotTask(LongMemTask):
+    TASK_NAME = TASK_NAME
+    GENERATION_KWARGS = GENERATION_KWARGS
 
     # --- data -----------------------------------------------------------------------------
     def download(self, dataset_kwargs=None, **kwargs) -> None:
         metadata = dict(self.config.metadata or {})
         options = parse_task_options(TrecOptions, metadata, OPTION_PREFIX)
-        options.validate()
         model = model_view(metadata)
         budget = PromptBudget(model.tokenizer, model.context_length, max_gen_toks(self.config.generation_kwargs))
         buckets, prompt_tokens = fitting_buckets(build_buckets(options), budget, explicit=options.shots is not None)
