@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--depths", type=float, nargs="+", default=[0.2, 0.5, 0.8])
     parser.add_argument("--timing-reps", type=int, default=2)
     parser.add_argument("--timing-length", type=int, default=None, help="default: --length")
+    parser.add_argument("--accuracy-methods", nargs="+", default=list(ACCURACY_METHODS), choices=list(ACCURACY_METHODS))
     parser.add_argument("--timing-methods", nargs="+", default=list(TIMING_METHODS), choices=list(TIMING_METHODS))
     parser.add_argument("--skip-control", action="store_true", help="skip vanilla within its native length")
     parser.add_argument("--skip-accuracy", action="store_true")
@@ -137,7 +138,8 @@ def main() -> None:
         if not args.skip_control:
             acc, answers = passkey_accuracy(load("vanilla", {}), tokenizer, tqdm(control, desc="vanilla control"))
             print(f"  vanilla @ {len(control[0][0])} (native): accuracy {acc:.2f}  answers {answers}", flush=True)
-        for method, method_args in ACCURACY_METHODS.items():
+        for method in args.accuracy_methods:
+            method_args = ACCURACY_METHODS[method]
             model = load(method, method_args)
             acc, answers = passkey_accuracy(model, tokenizer, tqdm(long, desc=method))
             print(f"  {method} {method_args} @ {len(long[0][0])}: accuracy {acc:.2f}  answers {answers}", flush=True)

@@ -4,16 +4,17 @@ rotation of the queries and keys.
 Self-Extend (neighbour keys at true distance + far keys at grouped distance) and LM-Infinite
 (keys at true distance + far global keys at the clamped distance) are both this: per query,
 a set of keys split into two disjoint parts, part p scored as q_p . k_p. One softmax over both
-parts is computed without materializing the full matrix and without a log-sum-exp merge:
+parts is computed without materializing the full matrix:
 
-* the two query forms are concatenated along the head dimension, [q_0, q_1], and each key
-  form is padded with zeros into its own slot ([k_0, 0] or [0, k_1]), so one product gives
-  q_0.k_0 for the keys of part 0 and q_1.k_1 for those of part 1;
-* per block of queries only the key ranges a part can reach are gathered (a window, the
-  global tokens, the far past), with a boolean mask saying which (query, key) pairs belong to
-  the part; a key in both ranges is counted once because the parts' masks are disjoint;
-* the block is handed to SDPA (with the mask) or to the eager matmul-softmax, so memory is
-  bounded by the block size, not the square of the sequence length.
+* per block of queries, each part gathers only the key ranges it can reach (a window, the
+  global tokens, the far past) and a boolean mask says which (query, key) pairs belong to it;
+  the parts' masks are disjoint, so a key in both ranges is counted once;
+* each part is attended separately, returning its output and the log-sum-exp of its scores,
+  and the two are merged exactly: out = sum_p exp(lse_p - lse) out_p, lse = log sum_p exp(lse_p).
+  On the CPU with `sdpa` this uses PyTorch's fused flash-attention kernel (which returns the
+  log-sum-exp and takes grouped-query heads as they are); `eager` and other devices compute the
+  block's scores explicitly. Either way memory is bounded by the block size, not the square of
+  the sequence length, and each part costs about one ordinary attention over its keys.
 
 A method supplies a `PartRule`: its query/key forms, the key ranges per query block and the
 mask predicate. Positions come from transformers' `position_ids`; keys are the (rotated) keys
@@ -25,12 +26,14 @@ from __future__ import annotations
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 
 Range = tuple[int, int]
 _EAGER_BLOCK_ELEMENTS = 1 << 25  # scores per eager block (128 MiB in fp32)
 _SDPA_BLOCK_QUERIES = 1024
-_SDPA_MASK_ELEMENTS = 1 << 27
+_SDPA_MASK_ELEMENTS = 1 << 25  # float mask entries per block (128 MiB in fp32)
+# PyTorch's fused CPU attention, the kernel behind SDPA on the CPU; unlike SDPA it also returns
+# the log-sum-exp, which merging the parts needs.
+_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
 class PartRule(Protocol):
@@ -101,7 +104,7 @@ def part_attention(
         stop = min(start + block, q_len)
         first, end = offset + start, offset + stop
         query_index = torch.arange(first, end, device=query.device)
-        pieces = []
+        partials = []
         for part in range(NUM_PARTS):
             ranges = merge_ranges(rule.key_ranges(part, first, end, key_pos), kv_len)
             if not ranges:
@@ -114,18 +117,13 @@ def part_attention(
             mask = rule.allowed(part, distance, key_pos[:, key_index]) & (distance >= 0)
             if padding is not None:
                 mask = mask & padding[:, :, start:stop][..., key_index]
-            pieces.append(
-                (
-                    part,
-                    part_queries[:, :, start:stop],
-                    _gather(part_keys, ranges),
-                    _gather(value, ranges),
-                    mask,
+            partials.append(
+                _attend_with_lse(
+                    backend, part_queries[:, :, start:stop], _gather(part_keys, ranges), _gather(value, ranges),
+                    mask, scaling, groups,
                 )
             )
-        q, k, v, mask = _concatenate(pieces)
-        mask = mask | ~mask.any(dim=-1, keepdim=True)  # rows with no key at all (padding queries): keep finite
-        output[:, :, start:stop] = _attend(backend, q, k, v, mask, scaling, groups)
+        output[:, :, start:stop] = _merge(partials)
     return output.transpose(1, 2).contiguous()
 
 
@@ -136,36 +134,43 @@ def _gather(x: torch.Tensor, ranges: list[Range]) -> torch.Tensor:
     return torch.cat([x[:, :, a:b] for a, b in ranges], dim=2)
 
 
-def _concatenate(pieces):
-    """One (queries, keys, values, mask) from the parts: queries side by side along the head
-    dimension, each part's keys zero-padded into its own slot, parts stacked along the keys."""
-    if len(pieces) == 1:
-        _, q, k, v, mask = pieces[0]
-        return q, k, v, mask
-    slots = len(pieces)
-    q = torch.cat([p[1] for p in pieces], dim=-1)
-    keys = []
-    for slot, (_, _, k, _, _) in enumerate(pieces):
-        zeros_before = k.new_zeros(*k.shape[:-1], k.shape[-1] * slot)
-        zeros_after = k.new_zeros(*k.shape[:-1], k.shape[-1] * (slots - slot - 1))
-        keys.append(torch.cat((zeros_before, k, zeros_after), dim=-1))
-    k = torch.cat(keys, dim=2)
-    v = torch.cat([p[3] for p in pieces], dim=2)
-    batch = max(p[4].shape[0] for p in pieces)
-    mask = torch.cat([p[4].expand(batch, *p[4].shape[1:]) for p in pieces], dim=-1)
-    return q, k, v, mask
+def _attend_with_lse(backend, q, k, v, mask, scaling, groups):
+    """(output, log-sum-exp of the scores) of q over the keys `mask` allows; a query row with no
+    allowed key gets output 0 and log-sum-exp -inf, so it adds nothing when merged."""
+    has_key = mask.any(dim=-1)  # (batch|1, 1, q)
+    all_allowed = bool(has_key.all()) and bool(mask.all())
+    if backend == "sdpa" and q.device.type == "cpu" and _CPU_FLASH is not None:
+        bias = None if all_allowed else torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+        if bias is not None and bias.shape[0] != q.shape[0]:
+            bias = bias.expand(q.shape[0], *bias.shape[1:])
+        out, lse = _CPU_FLASH(q, k, v, 0.0, False, attn_mask=bias, scale=scaling)
+    else:
+        if groups > 1:
+            k = k.repeat_interleave(groups, dim=1)
+            v = v.repeat_interleave(groups, dim=1)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
+        if not all_allowed:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)
+        weights = torch.exp(scores - lse.nan_to_num(neginf=0.0)[..., None]).to(v.dtype)
+        out = torch.matmul(weights, v)
+    if not all_allowed:
+        out = out.masked_fill(~has_key[..., None], 0.0)
+        lse = lse.float().masked_fill(~has_key, float("-inf"))
+    return out, lse.float()
 
 
-def _attend(backend, q, k, v, mask, scaling, groups):
-    if groups > 1:
-        k = k.repeat_interleave(groups, dim=1)
-        v = v.repeat_interleave(groups, dim=1)
-    if backend == "eager":
-        scores = torch.matmul(q, k.transpose(-1, -2)) * scaling
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-        return torch.matmul(weights, v)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
+def _merge(partials):
+    """One softmax over the union of the parts' keys, from each part's output and log-sum-exp."""
+    if len(partials) == 1:
+        return partials[0][0]
+    total = torch.logsumexp(torch.stack([lse for _, lse in partials]), dim=0)
+    total = total.masked_fill(torch.isinf(total), 0.0)  # rows with no key at all (padding queries)
+    merged = None
+    for out, lse in partials:
+        term = out * torch.exp(lse - total)[..., None].to(out.dtype)
+        merged = term if merged is None else merged + term
+    return merged
 
 
 def _as_bool_mask(attention_mask):
@@ -177,7 +182,7 @@ def _as_bool_mask(attention_mask):
 
 def _block_size(backend, batch, heads, q_len, kv_len) -> int:
     if backend == "eager":
-        size = _EAGER_BLOCK_ELEMENTS // max(1, batch * heads * 2 * kv_len)
+        size = _EAGER_BLOCK_ELEMENTS // max(1, batch * heads * kv_len)
     else:
-        size = min(_SDPA_BLOCK_QUERIES, _SDPA_MASK_ELEMENTS // max(1, batch * 2 * kv_len))
+        size = min(_SDPA_BLOCK_QUERIES, _SDPA_MASK_ELEMENTS // max(1, batch * kv_len))
     return max(16, min(q_len, size))
