@@ -79,3 +79,22 @@ def build_tiny_model(directory, max_position_embeddings: int = 128, seed: int = 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny_llama"))
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# Device-parametrized tests run on the CPU everywhere and also on CUDA where a GPU is present
+# (CI has none: those cases are skipped there, never required).
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param

@@ -2,6 +2,8 @@
 evicted (scoring and generation, Llama/Mistral/Qwen3), the budget, re-indexed positions, the
 stated-CLM gradients, LongCache's recall."""
 
+import copy
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
@@ -27,6 +29,11 @@ def tiny(tiny_model_dir):
     return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
 
 
+def on_device(model, device):
+    """The module-scoped model itself on the CPU, a copy elsewhere (`.to` would move the shared one)."""
+    return model if device == "cpu" else copy.deepcopy(model).to(device)
+
+
 def token_ids(n, seed=0, vocab=60):
     return torch.randint(4, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
@@ -38,11 +45,12 @@ def runner_for(model, name, **args):
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_scoring_equals_vanilla_when_nothing_is_evicted(tiny, name):
+def test_scoring_equals_vanilla_when_nothing_is_evicted(tiny, name, device):
+    tiny = on_device(tiny, device)
     method = build_method(name, small_args(name, max_context_length=128, chunk_size=16))
     rows = [token_ids(70, seed=1), token_ids(50, seed=2) + [3] * 20]  # right-padded batch
     spans = [ScoredSpan(30, tuple(rows[0][31:70]) + (5,)), ScoredSpan(10, tuple(rows[1][11:50]) + (7,))]
-    batch = torch.tensor(rows)
+    batch = torch.tensor(rows, device=device)
     ours = method.make_scorer(tiny).score(batch, spans)
     reference = TeacherForcedScorer(tiny).score(batch, spans)
     for a, b in zip(ours, reference):
@@ -50,11 +58,12 @@ def test_scoring_equals_vanilla_when_nothing_is_evicted(tiny, name):
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_generation_equals_vanilla_greedy_when_nothing_is_evicted(tiny, name):
+def test_generation_equals_vanilla_greedy_when_nothing_is_evicted(tiny, name, device):
+    tiny = on_device(tiny, device)
     method = build_method(name, small_args(name, max_context_length=120, chunk_size=16))
     prompt = token_ids(40, seed=3)
     ours = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 30))
-    reference = tiny.generate(torch.tensor([prompt]), max_new_tokens=30, do_sample=False, pad_token_id=3)[0, 40:]
+    reference = tiny.generate(torch.tensor([prompt], device=device), max_new_tokens=30, do_sample=False, pad_token_id=3)[0, 40:]
     assert ours == reference.tolist()
 
 
@@ -96,8 +105,8 @@ def test_unsupported_architectures_are_refused():
 
 
 @pytest.mark.parametrize("name", METHODS)
-def test_the_cache_never_exceeds_its_budget(tiny, name):
-    runner = runner_for(tiny, name, **small_args(name))
+def test_the_cache_never_exceeds_its_budget(tiny, name, device):
+    runner = runner_for(on_device(tiny, device), name, **small_args(name))
     ids = token_ids(120, seed=6)
     with torch.no_grad():
         for i in range(0, 120, 8):
@@ -113,7 +122,7 @@ def test_the_cache_never_exceeds_its_budget(tiny, name):
     assert runner.widest_attention == 24 + 8
     if name == "statedclm":
         assert runner.shrinks > 0 and all(float(c.counts.sum()) == runner.tokens_seen for c in runner.caches)
-        assert all(torch.equal(c.counts[:4], torch.ones(4)) for c in runner.caches)  # sinks never merge
+        assert all(torch.equal(c.counts[:4].cpu(), torch.ones(4)) for c in runner.caches)  # sinks never merge
     if name == "longcache":
         assert len(runner) == 160  # keeps everything; attention is bounded instead
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+import lm_eval_longmem.models.attention.band_attention as band_attention_module
 import lm_eval_longmem.models.attention.part_attention as part_attention_module
+from lm_eval_longmem.models.attention.band_attention import band_attention
 from lm_eval_longmem.models.attention.lm_infinite import LMInfiniteRule, lm_infinite_distance
 from lm_eval_longmem.models.attention.part_attention import part_attention
 from lm_eval_longmem.models.attention.self_extend import SelfExtendRule, self_extend_distance
@@ -88,28 +90,108 @@ def random_qkv(length, seed=0):
     return q, k, v
 
 
+RULES = [
+    (SelfExtendRule(window=4, group=3), lambda m, n: self_extend_distance(m, n, 4, 3)),
+    (LMInfiniteRule(global_tokens=2, window=5, clamp=7), lambda m, n: lm_infinite_distance(m, n, 2, 5, 7)),
+    (LMInfiniteRule(global_tokens=3, window=9, clamp=6), lambda m, n: lm_infinite_distance(m, n, 3, 9, 6)),
+]
+RULE_IDS = ["self_extend", "lm_infinite", "lm_infinite_window_beyond_clamp"]
+
+
 @pytest.mark.parametrize("backend", ["sdpa", "eager"])
-@pytest.mark.parametrize(
-    "rule, distance_of",
-    [
-        (SelfExtendRule(window=4, group=3), lambda m, n: self_extend_distance(m, n, 4, 3)),
-        (LMInfiniteRule(global_tokens=2, window=5, clamp=7), lambda m, n: lm_infinite_distance(m, n, 2, 5, 7)),
-        (LMInfiniteRule(global_tokens=3, window=9, clamp=6), lambda m, n: lm_infinite_distance(m, n, 3, 9, 6)),
-    ],
-    ids=["self_extend", "lm_infinite", "lm_infinite_window_beyond_clamp"],
-)
-def test_part_attention_matches_per_pair_reference(rule, distance_of, backend, small_blocks):
+@pytest.mark.parametrize("rule, distance_of", RULES, ids=RULE_IDS)
+def test_part_attention_matches_per_pair_reference(rule, distance_of, backend, small_blocks, device):
     length, scaling = 23, HEAD_DIM**-0.5
     inv_freq = 1.0 / (100.0 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
     q_raw, k_raw, v = random_qkv(length)
     pos = torch.arange(length)[None]
     q, k = rotate(q_raw, pos, inv_freq).float(), rotate(k_raw, pos, inv_freq).float()
-    ours = part_attention(rule, q, k, v, None, scaling, pos, inv_freq, backend)
+    on = lambda *xs: [x.to(device) for x in xs]  # noqa: E731
+    ours = part_attention(rule, *on(q, k, v), None, scaling, *on(pos, inv_freq), backend).cpu()
     expected = reference_attention(q_raw, k_raw, v, distance_of, scaling, inv_freq)
     assert torch.allclose(ours.double(), expected, atol=1e-5)
     # decoding: the last query alone against the full cache gives the same row
-    last = part_attention(rule, q[:, :, -1:], k, v, None, scaling, pos[:, -1:], inv_freq, backend)
+    last = part_attention(rule, *on(q[:, :, -1:], k, v), None, scaling, *on(pos[:, -1:], inv_freq), backend).cpu()
     assert torch.allclose(last.double(), expected[:, -1:], atol=1e-5)
+
+
+def emulated_flash(q, k, v, cum_q, cum_k, max_q, max_k, dropout, is_causal, debug, *, scale,
+                   window_size_left, window_size_right):
+    """FlashAttention's forward written out ([batch, seq, heads, dim]; causal aligned to the
+    bottom right, window_size_left keys before the diagonal), to check band_attention's
+    slicing on the CPU; the CUDA tests below run the real kernel."""
+    assert is_causal and window_size_right == 0 and not dropout
+    q, k, v = (x.transpose(1, 2).double() for x in (q, k, v))
+    k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
+    i, j = torch.arange(q.shape[2])[:, None], torch.arange(k.shape[2])[None, :]
+    diagonal = i + (k.shape[2] - q.shape[2])
+    allowed = (j <= diagonal) & ((j >= diagonal - window_size_left) if window_size_left >= 0 else True)
+    scores = (q @ k.transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
+    lse = scores.logsumexp(-1)
+    return (scores.softmax(-1) @ v).transpose(1, 2).float(), lse.float(), None, None, None
+
+
+@pytest.mark.parametrize("rule, distance_of", RULES, ids=RULE_IDS)
+def test_band_pieces_match_the_per_pair_reference(rule, distance_of, monkeypatch):
+    """The fast path's pieces (distance bands + global keys) cover each part exactly once."""
+    monkeypatch.setattr(band_attention_module, "_FLASH", emulated_flash)
+    length, scaling = 23, HEAD_DIM**-0.5
+    inv_freq = 1.0 / (100.0 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+    q_raw, k_raw, v = random_qkv(length)
+    pos = torch.arange(length)[None]
+    q, k = rotate(q_raw, pos, inv_freq).float(), rotate(k_raw, pos, inv_freq).float()
+    expected = reference_attention(q_raw, k_raw, v, distance_of, scaling, inv_freq)
+    ours = band_attention(rule, q, k, v, scaling, pos, inv_freq)
+    assert torch.allclose(ours.double(), expected, atol=1e-5)
+    for first in (22, 15):  # a decoding step, and a chunk of queries after a cached prefix
+        part = band_attention(rule, q[:, :, first:], k, v, scaling, pos[:, first:], inv_freq)
+        assert torch.allclose(part.double(), expected[:, first:], atol=1e-5)
+
+
+def test_band_path_scores_only_the_global_keys_directly(monkeypatch):
+    """Everything but the G global tokens goes through the fused kernel; the global tokens
+    alone are scored directly (not the whole past, which would cost L x L memory)."""
+    monkeypatch.setattr(band_attention_module, "_FLASH", emulated_flash)
+    widths = []
+
+    def spy(q, k, v, mask, scaling, groups):
+        widths.append(k.shape[2])
+        return part_attention_module.explicit_attention(q, k, v, mask, scaling, groups)
+
+    monkeypatch.setattr(band_attention_module, "explicit_attention", spy)
+    q, k, v = random_qkv(200)
+    pos = torch.arange(200)[None]
+    inv_freq = 1.0 / (100.0 ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+    band_attention(LMInfiniteRule(global_tokens=3, window=50, clamp=50), q, k, v, HEAD_DIM**-0.5, pos, inv_freq)
+    assert widths and max(widths) == 3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "rule", [SelfExtendRule(window=100, group=7), LMInfiniteRule(global_tokens=10, window=300, clamp=200)],
+    ids=["self_extend", "lm_infinite"],
+)
+def test_half_precision_on_cuda_matches_the_fp32_path(rule, backend, dtype):
+    """The real FlashAttention bands, and the blocked path in half precision, against the
+    blocked path in fp32; long enough for several query blocks and the kernels' padding."""
+    length, scaling, head_dim = 1500, 64**-0.5, 64
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, h, length, head_dim, generator=g).cuda() for h in (HEADS, KV_HEADS, KV_HEADS))
+    inv_freq = (1.0 / (10000.0 ** (torch.arange(0, head_dim, 2).float() / head_dim))).cuda()
+    pos = torch.arange(length, device="cuda")[None]
+    full = part_attention(rule, q, k, v, None, scaling, pos, inv_freq, "sdpa").double()
+    half = [x.to(dtype) for x in (q, k, v)]
+    outputs = {"blocked": part_attention(rule, *half, None, scaling, pos, inv_freq, backend)}
+    if backend == "sdpa":
+        outputs["bands"] = band_attention(rule, *half, scaling, pos, inv_freq)
+        tail = band_attention(rule, half[0][:, :, -37:], *half[1:], scaling, pos[:, -37:], inv_freq)
+        assert ((tail.double() - full[:, -37:]).norm() / full[:, -37:].norm()) < 1e-2
+    for name, out in outputs.items():
+        assert torch.isfinite(out).all(), name
+        relative = (out.double() - full).norm() / full.norm()
+        assert relative < 1e-2, (name, relative)
 
 
 # --- on a model ------------------------------------------------------------------------------
@@ -135,11 +217,11 @@ FACTOR_ONE = {
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("method", sorted(FACTOR_ONE))
-def test_neutral_settings_equal_vanilla(tiny_model_dir, vanilla_logits, method, attn):
+def test_neutral_settings_equal_vanilla(tiny_model_dir, vanilla_logits, method, attn, device):
     ids, expected = vanilla_logits
-    model = load_with_method(tiny_model_dir, method, attn, **FACTOR_ONE[method])
+    model = load_with_method(tiny_model_dir, method, attn, **FACTOR_ONE[method]).to(device)
     with torch.no_grad():
-        logits = model(ids).logits
+        logits = model(ids.to(device)).logits.cpu()
     assert torch.allclose(logits, expected, atol=1e-5), (logits - expected).abs().max()
 
 
@@ -161,14 +243,27 @@ CACHED = [
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("method, args", CACHED, ids=[m for m, _ in CACHED])
-def test_cached_generation_equals_full_recomputation(tiny_model_dir, method, args, attn):
-    model = load_with_method(tiny_model_dir, method, attn, **args)
-    prompt = token_ids(1, 30, seed=3)
+def test_cached_generation_equals_full_recomputation(tiny_model_dir, method, args, attn, device):
+    model = load_with_method(tiny_model_dir, method, attn, **args).to(device)
+    prompt = token_ids(1, 30, seed=3).to(device)
     with torch.no_grad():
         out = model.generate(prompt, max_new_tokens=8, do_sample=False, output_logits=True, return_dict_in_generate=True)
         full = model(out.sequences).logits
     for step, step_logits in enumerate(out.logits):
         assert torch.allclose(step_logits, full[:, 29 + step], atol=1e-4), step
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("method, args", CACHED[:2], ids=[m for m, _ in CACHED[:2]])
+def test_bfloat16_model_on_cuda_takes_the_band_path_and_matches_eager(tiny_model_dir, method, args):
+    ids = token_ids(2, 60).cuda()
+    logits = {}
+    for attn in ("sdpa", "eager"):  # sdpa without padding: FlashAttention bands; eager: the blocked path
+        model = load_with_method(tiny_model_dir, method, attn, **args).to("cuda", torch.bfloat16)
+        with torch.no_grad():
+            logits[attn] = model(ids).logits.double()
+    relative = (logits["sdpa"] - logits["eager"]).norm() / logits["eager"].norm()
+    assert relative < 2e-2, relative
 
 
 def test_left_padded_batch_generation_equals_single_rows(tiny_model_dir):

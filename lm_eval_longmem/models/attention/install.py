@@ -17,6 +17,7 @@ import torch
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from lm_eval_longmem.models.attention.band_attention import band_attention, band_kernel_applies
 from lm_eval_longmem.models.attention.part_attention import PartRule, part_attention
 from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
 
@@ -43,10 +44,13 @@ def longmem_part_attention_forward(module, query, key, value, attention_mask, sc
         raise ValueError(f"method={plan.method_name} is an inference-time method: attention dropout is not supported.")
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
-    output = part_attention(
-        plan.rule, query, key, value, attention_mask, scaling, kwargs.get("position_ids"),
-        plan.rotary.inv_freq, plan.backend,
-    )
+    position_ids = kwargs.get("position_ids")
+    if plan.backend == "sdpa" and band_kernel_applies(query, attention_mask):
+        output = band_attention(plan.rule, query, key, value, scaling, position_ids, plan.rotary.inv_freq)
+    else:
+        output = part_attention(
+            plan.rule, query, key, value, attention_mask, scaling, position_ids, plan.rotary.inv_freq, plan.backend
+        )
     return output, None
 
 

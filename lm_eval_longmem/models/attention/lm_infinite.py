@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lm_eval_longmem.models.attention.band_attention import Band, GlobalKeys
 from lm_eval_longmem.models.rope.rotation import rotate_by
 
 
@@ -50,3 +51,15 @@ class LMInfiniteRule:
         visible = is_global | (distance < self.window)[None, None]
         near = (distance <= self.clamp)[None, None]
         return visible & (near if part == 0 else ~near)
+
+    def pieces(self):
+        """Part 0: every key within min(M - 1, C), and global keys up to C; part 1: every key
+        between C and M - 1 (when the window exceeds C), and global keys beyond both."""
+        local = min(self.window - 1, self.clamp)
+        pieces = [Band(0, 0, local)]
+        if local < self.clamp:
+            pieces.append(GlobalKeys(0, self.global_tokens, local + 1, self.clamp))
+        if self.window - 1 > self.clamp:
+            pieces.append(Band(1, self.clamp + 1, self.window - 1))
+        pieces.append(GlobalKeys(1, self.global_tokens, max(self.clamp, self.window - 1) + 1, None))
+        return pieces

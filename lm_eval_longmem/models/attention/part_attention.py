@@ -11,9 +11,10 @@ parts is computed without materializing the full matrix:
   the parts' masks are disjoint, so a key in both ranges is counted once;
 * each part is attended separately, returning its output and the log-sum-exp of its scores,
   and the two are merged exactly: out = sum_p exp(lse_p - lse) out_p, lse = log sum_p exp(lse_p).
-  On the CPU with `sdpa` this uses PyTorch's fused flash-attention kernel (which returns the
-  log-sum-exp and takes grouped-query heads as they are); `eager` and other devices compute the
-  block's scores explicitly. Either way memory is bounded by the block size, not the square of
+  With `sdpa` this uses PyTorch's fused kernels that also return the log-sum-exp: the CPU
+  flash-attention kernel (grouped-query heads as they are) and, on CUDA, the memory-efficient
+  kernel with an additive mask; `eager` (and any other device) computes the block's scores
+  explicitly. Either way memory is bounded by the block size, not the square of
   the sequence length, and each part costs about one ordinary attention over its keys.
 
 A method supplies a `PartRule`: its query/key forms, the key ranges per query block and the
@@ -34,6 +35,9 @@ _SDPA_MASK_ELEMENTS = 1 << 25  # float mask entries per block (128 MiB in fp32)
 # PyTorch's fused CPU attention, the kernel behind SDPA on the CPU; unlike SDPA it also returns
 # the log-sum-exp, which merging the parts needs.
 _CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+# The memory-efficient CUDA kernel behind SDPA: takes an additive mask and returns the log-sum-exp.
+_CUDA_EFFICIENT = getattr(torch.ops.aten, "_scaled_dot_product_efficient_attention", None)
+_BIAS_ALIGNMENT = 16  # the CUDA kernel wants the mask's rows aligned to 16 elements, as SDPA pads them
 
 
 class PartRule(Protocol):
@@ -45,6 +49,9 @@ class PartRule(Protocol):
 
     def allowed(self, part: int, distance: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:
         """Which (query, key) pairs belong to `part`: distance (q, k) and key_pos (batch, k) -> (batch|1, 1, q, k)."""
+
+    def pieces(self) -> list:
+        """The same parts as distance bands and global keys (band_attention.py's fast path)."""
 
 
 NUM_PARTS = 2
@@ -118,12 +125,12 @@ def part_attention(
             if padding is not None:
                 mask = mask & padding[:, :, start:stop][..., key_index]
             partials.append(
-                _attend_with_lse(
+                attend_with_lse(
                     backend, part_queries[:, :, start:stop], _gather(part_keys, ranges), _gather(value, ranges),
                     mask, scaling, groups,
                 )
             )
-        output[:, :, start:stop] = _merge(partials)
+        output[:, :, start:stop] = merge_partials(partials)
     return output.transpose(1, 2).contiguous()
 
 
@@ -134,33 +141,66 @@ def _gather(x: torch.Tensor, ranges: list[Range]) -> torch.Tensor:
     return torch.cat([x[:, :, a:b] for a, b in ranges], dim=2)
 
 
-def _attend_with_lse(backend, q, k, v, mask, scaling, groups):
+def attend_with_lse(backend, q, k, v, mask, scaling, groups):
     """(output, log-sum-exp of the scores) of q over the keys `mask` allows; a query row with no
     allowed key gets output 0 and log-sum-exp -inf, so it adds nothing when merged."""
     has_key = mask.any(dim=-1)  # (batch|1, 1, q)
     all_allowed = bool(has_key.all()) and bool(mask.all())
-    if backend == "sdpa" and q.device.type == "cpu" and _CPU_FLASH is not None:
-        bias = None if all_allowed else torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
-        if bias is not None and bias.shape[0] != q.shape[0]:
-            bias = bias.expand(q.shape[0], *bias.shape[1:])
-        out, lse = _CPU_FLASH(q, k, v, 0.0, False, attn_mask=bias, scale=scaling)
+    fused = _fused_kernel(backend, q.device)
+    if fused is not None:
+        out, lse = fused(q, k, v, None if all_allowed else mask, scaling, groups)
     else:
-        if groups > 1:
-            k = k.repeat_interleave(groups, dim=1)
-            v = v.repeat_interleave(groups, dim=1)
-        scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
-        if not all_allowed:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1)
-        weights = torch.exp(scores - lse.nan_to_num(neginf=0.0)[..., None]).to(v.dtype)
-        out = torch.matmul(weights, v)
+        out, lse = explicit_attention(q, k, v, None if all_allowed else mask, scaling, groups)
     if not all_allowed:
         out = out.masked_fill(~has_key[..., None], 0.0)
         lse = lse.float().masked_fill(~has_key, float("-inf"))
     return out, lse.float()
 
 
-def _merge(partials):
+def _fused_kernel(backend, device):
+    if backend != "sdpa":
+        return None
+    if device.type == "cpu" and _CPU_FLASH is not None:
+        return _cpu_flash
+    if device.type == "cuda" and _CUDA_EFFICIENT is not None:
+        return _cuda_efficient
+    return None
+
+
+def _additive_mask(mask, q, k_len, align: int = 1):
+    """0 where allowed, -inf elsewhere, expanded to (batch, heads, q, k); rows padded to `align`."""
+    padded = -(-k_len // align) * align
+    bias = torch.zeros(*mask.shape[:-1], padded, dtype=q.dtype, device=q.device)[..., :k_len]
+    bias.masked_fill_(~mask, float("-inf"))
+    return bias.expand(q.shape[0], q.shape[1], q.shape[2], k_len)
+
+
+def _cpu_flash(q, k, v, mask, scaling, groups):
+    bias = None if mask is None else _additive_mask(mask, q, k.shape[2])
+    return _CPU_FLASH(q, k, v, 0.0, False, attn_mask=bias, scale=scaling)
+
+
+def _cuda_efficient(q, k, v, mask, scaling, groups):
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    bias = None if mask is None else _additive_mask(mask, q, k.shape[2], _BIAS_ALIGNMENT)
+    out, lse = _CUDA_EFFICIENT(q, k, v, bias, True, 0.0, False, scale=scaling)[:2]
+    return out, lse[..., : q.shape[2]]  # the kernel pads the log-sum-exp to a multiple of 32 queries
+
+
+def explicit_attention(q, k, v, mask, scaling, groups):
+    """Scores written out; a row with no allowed key gets output 0 and log-sum-exp -inf."""
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    weights = torch.exp(scores - lse.nan_to_num(neginf=0.0)[..., None]).to(v.dtype)
+    return torch.matmul(weights, v), lse
+
+
+def merge_partials(partials):
     """One softmax over the union of the parts' keys, from each part's output and log-sum-exp."""
     if len(partials) == 1:
         return partials[0][0]

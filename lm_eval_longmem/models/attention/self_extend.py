@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lm_eval_longmem.models.attention.band_attention import Band
 from lm_eval_longmem.models.rope.rotation import rotate_by
 
 
@@ -54,3 +55,6 @@ class SelfExtendRule:
     def allowed(self, part, distance, key_pos) -> torch.Tensor:
         near = distance <= self.window
         return (near if part == 0 else ~near)[None, None]
+
+    def pieces(self):
+        return [Band(0, 0, self.window), Band(1, self.window + 1, None)]
