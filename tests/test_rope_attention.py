@@ -323,3 +323,39 @@ def test_checkpoint_records_its_method(tiny_model_dir, tmp_path):
     assert model_view({"pretrained": str(directory)}).context_length == 256
     assert model_view({"pretrained": str(directory), "factor": 3}).context_length == 384
     assert model_view({"pretrained": str(directory), "method": "vanilla"}).context_length == 128
+
+
+# --- other Llama-style families --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["mistral", "qwen2", "qwen3"])
+def family_model_dir(request, tmp_path_factory):
+    from transformers import AutoModelForCausalLM, MistralConfig, Qwen2Config, Qwen3Config
+
+    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[request.param]
+    torch.manual_seed(0)
+    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=8, max_position_embeddings=128)
+    directory = tmp_path_factory.mktemp(request.param)
+    AutoModelForCausalLM.from_config(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.parametrize("method", sorted(FACTOR_ONE))
+def test_other_families_equal_vanilla_at_neutral_settings(family_model_dir, method):
+    ids = token_ids(2, 60)
+    with torch.no_grad():
+        expected = load_with_method(family_model_dir, "vanilla")(ids).logits
+        logits = load_with_method(family_model_dir, method, **FACTOR_ONE[method])(ids).logits
+    assert torch.allclose(logits, expected, atol=1e-5), (logits - expected).abs().max()
+
+
+@pytest.mark.parametrize("method, args", CACHED, ids=[m for m, _ in CACHED])
+def test_other_families_cached_generation_equals_full_recomputation(family_model_dir, method, args):
+    model = load_with_method(family_model_dir, method, **args)
+    prompt = token_ids(1, 30, seed=3)
+    with torch.no_grad():
+        out = model.generate(prompt, max_new_tokens=6, do_sample=False, output_logits=True, return_dict_in_generate=True)
+        full = model(out.sequences).logits
+    for step, step_logits in enumerate(out.logits):
+        assert torch.allclose(step_logits, full[:, 29 + step], atol=1e-4), step
