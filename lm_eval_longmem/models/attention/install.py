@@ -64,10 +64,12 @@ def kernel_for(attn_implementation: str | None) -> str:
     if attn_implementation == "eager":
         return "eager"
     if attn_implementation and attn_implementation.startswith("flash_attention"):
-        # The parts need a per-pair mask that FlashAttention's kernels do not take; SDPA does.
+        # The parts are not one causal attention, so the flash-attn package's own entry points do
+        # not fit; PyTorch's bundled FlashAttention kernel computes each distance band instead.
         logger.warning(
-            "%s: the two-part attention runs through PyTorch SDPA with a mask (FlashAttention takes no "
-            "arbitrary masks); results are the same.", attn_implementation,
+            "%s: the two-part attention computes its distance bands with PyTorch's bundled FlashAttention "
+            "kernel (CUDA, fp16/bf16, no padding; otherwise PyTorch's fused masked kernels); results are the same.",
+            attn_implementation,
         )
     return "sdpa"
 
