@@ -5,7 +5,8 @@ With a budget well below the context (default 512 entries of a 4096-token input)
 
 * forgetting-curve copy accuracy at a few lengths L (copy sequence [bos] S [bos] S, 2L + 1
   tokens, last ceil(L/2) tokens of the second S scored, as the task does);
-* passkey accuracy at early depths (landmark-attention prompt, greedy, first integer = key);
+* passkey accuracy at early depths (the `longmem_passkey` task's prompt sized in tokens, greedy,
+  10 new tokens, correct iff the first integer is the key);
 * teacher-forced scoring time per sequence, as a ratio statedclm / streamingllm;
 * decode time per token at two context lengths (bounded caches stay flat; vanilla grows),
   and generation throughput statedclm / streamingllm (compression amortized over chunk_size).
@@ -24,7 +25,6 @@ import argparse
 import copy
 import json
 import os
-import re
 import statistics
 import time
 
@@ -36,11 +36,6 @@ import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 BOUNDED = ("statedclm", "streamingllm", "longcache")
-TASK_LINE = (
-    "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
-    "I will quiz you about the important information there."
-)
-FILLER = " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 
 
 def load():
@@ -108,16 +103,18 @@ def forgetting_curve(c: Contestants, stream, lengths, samples, names):
 
 
 def passkey_prompt(tokenizer, length: int, depth: float, key: int) -> list[int]:
-    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-    head, filler = encode(TASK_LINE), encode(FILLER)
-    needle = encode(f" The pass key is {key}. Remember it. {key} is the pass key.")
-    question = encode(" What is the pass key? The pass key is")
-    repeats = max(1, (length - len(head) - len(needle) - len(question)) // len(filler))
-    before = round(depth * repeats)
-    return head + filler * before + needle + filler * (repeats - before) + question
+    """The `longmem_passkey` task's prompt (landmark-attention format) of at most `length` tokens."""
+    from lm_eval_longmem.tasks.passkey.protocol import prompt_for_tokens
+
+    count = lambda text: len(tokenizer(text)["input_ids"])  # noqa: E731
+    text, _ = prompt_for_tokens(length, round(100 * depth), key, count)
+    return tokenizer(text)["input_ids"]
 
 
 def passkey(c: Contestants, lengths, depths, samples, names):
+    from lm_eval_longmem.tasks.passkey.protocol import ANSWER_TOKENS
+    from lm_eval_longmem.tasks.passkey.scoring import is_correct
+
     hits = {(n, L, d): [] for n in names for L in lengths for d in depths}
     rng = np.random.default_rng(0)
     jobs = [(L, d, int(rng.integers(1, 50001))) for L in lengths for d in depths for _ in range(samples)]
@@ -125,9 +122,8 @@ def passkey(c: Contestants, lengths, depths, samples, names):
     for L, d, key in tqdm(jobs, desc="passkey"):
         prompt = passkey_prompt(c.tokenizer, L, d, key)
         for name in names:
-            text = c.tokenizer.decode(c.generate(name, prompt, 8))
-            found = re.search(r"\d+", text)
-            hits[(name, L, d)].append(bool(found) and int(found.group()) == key)
+            text = c.tokenizer.decode(c.generate(name, prompt, ANSWER_TOKENS))
+            hits[(name, L, d)].append(is_correct(text, key))
             answers[(name, L, d, key)] = text
     return hits, answers
 

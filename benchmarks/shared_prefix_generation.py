@@ -28,18 +28,9 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-INSTRUCTION = "Please determine the type of the question below. Here are some examples of questions.\n\n"
-LABELS = (
-    "Abbreviation", "Expression abbreviated", "Animal", "Organ of body", "Color", "Invention, book and other creative piece",
-    "Currency name", "Disease and medicine", "Event", "Food", "Musical instrument", "Language", "Letter like a-z",
-    "Other entity", "Plant", "Product", "Religion", "Sport", "Element and substance", "Symbols and sign",
-    "Techniques and method", "Equivalent term", "Vehicle", "Word with a special property", "Definition of something",
-    "Description of something", "Manner of an action", "Reason", "Group or organization of persons",
-    "Individual", "Title of a person", "Description of a person", "City", "Country", "Mountain", "Other location",
-    "State", "Postcode or other code", "Number of something", "Date", "Distance, linear measure", "Price",
-    "Order, rank", "Other number", "Lasting time of something", "Percent, fraction", "Speed", "Temperature",
-    "Size, area and volume", "Weight",
-)
+from lm_eval_longmem.data.trec import FINE_LABELS  # noqa: E402
+from lm_eval_longmem.tasks.trec_manyshot import longbench_format  # noqa: E402
+
 SUBJECTS = ("the Eiffel Tower", "a blue whale", "Mount Everest", "the Nile", "penicillin", "the Titanic", "jazz",
             "the Roman Empire", "a hummingbird", "the Moon", "chess", "Beethoven", "the Sahara", "a volcano")
 FORMS = ("What is {s} made of ?", "Who discovered {s} ?", "Where is {s} found ?", "When was {s} first described ?",
@@ -50,13 +41,14 @@ def synthetic_question(rng: random.Random) -> str:
     return rng.choice(FORMS).format(s=rng.choice(SUBJECTS))
 
 
-def demonstrations(n: int, seed: int = 0) -> str:
+def demonstrations(n: int, seed: int = 0) -> list[tuple[str, str]]:
     rng = random.Random(seed)
-    return "".join(f"Question: {synthetic_question(rng)}\nType: {rng.choice(LABELS)}\n" for _ in range(n))
+    return [(synthetic_question(rng), rng.choice(FINE_LABELS)) for _ in range(n)]
 
 
 def prompt(n: int, question: str) -> str:
-    return INSTRUCTION + demonstrations(n) + f"Question: {question}\nType:"
+    """The task's own LongBench TREC prompt (instruction, n demonstrations, the question)."""
+    return longbench_format.prompt(demonstrations(n), question)
 
 
 def largest_fitting_shots(lm, questions: list[str], room: int) -> int:
