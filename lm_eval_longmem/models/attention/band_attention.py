@@ -44,9 +44,6 @@ class GlobalKeys:
     hi: int | None
 
 
-Piece = Band | GlobalKeys
-
-
 def band_kernel_applies(query: torch.Tensor, attention_mask) -> bool:
     """FlashAttention takes this call: CUDA, fp16/bf16, a head size it supports, no padding mask."""
     return (
@@ -63,8 +60,8 @@ def band_attention(rule, query, key, value, scaling: float, position_ids, inv_fr
     """Attention output (batch, q_len, heads, head_dim) for `rule`, from its `pieces()`.
 
     Nothing here waits for the GPU (no value is read back), so small models are not held up
-    by synchronisation; without padding, key index i sits at position i + first position."""
-    batch, heads, q_len, head_dim = query.shape
+    by synchronisation."""
+    batch, _, q_len, _ = query.shape
     kv_len = key.shape[2]
     offset = kv_len - q_len
     query_pos, key_pos = positions(position_ids, batch, q_len, kv_len, query.device)
@@ -92,7 +89,7 @@ def band_attention(rule, query, key, value, scaling: float, position_ids, inv_fr
 
 def _band(piece: Band, q, k, v, scaling, offset):
     """(output, lse) over all queries; queries with no key in the band get 0 and -inf."""
-    q_len, kv_len = q.shape[2], k.shape[2]
+    q_len = q.shape[2]
     first = max(offset, piece.lo)  # KV index of the first query with a key in the band
     end = offset + q_len
     if first >= end:
