@@ -10,10 +10,13 @@ Subclasses say what the one-line summary is.
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 
-class SummarizedMetric(dict):
+
+class SummarizedMetric(dict, metaclass=ABCMeta):
+    @abstractmethod
     def summary(self) -> str:
-        raise NotImplementedError
+        """The one-line cell lm-eval's table shows."""
 
     def field(self, key):
         """The real value under `key` (item access works too, except for 'summary')."""

@@ -7,6 +7,7 @@ A method subclasses `BoundedCacheMethod`, declares its `Args` (a `BudgetArgs` su
 from __future__ import annotations
 
 import logging
+from abc import ABCMeta, abstractmethod
 
 from lm_eval_longmem.models.bounded_cache.decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
@@ -17,9 +18,10 @@ from lm_eval_longmem.models.methods.base import LongMemMethod
 logger = logging.getLogger(__name__)
 
 
-class BoundedCacheMethod(LongMemMethod):
+class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
+    @abstractmethod
     def make_policy(self) -> CachePolicy:
-        raise NotImplementedError
+        """A fresh policy (one per sequence: policies may keep per-sequence state)."""
 
     def prepare_model(self, model):
         Decoder(model)  # refuses unsupported architectures now, not mid-evaluation

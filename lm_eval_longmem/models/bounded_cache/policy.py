@@ -11,6 +11,7 @@ The runner owns the model loop; a policy only answers two questions, per layer:
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import torch
@@ -53,7 +54,7 @@ class Evidence:
     received: torch.Tensor  # [N], attention received, summed over the chunk's queries and heads
 
 
-class CachePolicy:
+class CachePolicy(ABC):
     name: str = "bounded"
     needs_evidence: bool = False  # run the chunk with gradients and attention bookkeeping before a shrink
     keeps_everything: bool = False  # never shrink; `window` bounds what attention sees instead
@@ -69,5 +70,6 @@ class CachePolicy:
         """The entries this chunk attends to, in order (queries: pre-RoPE [H, c, d])."""
         return cache
 
+    @abstractmethod
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
-        raise NotImplementedError
+        """The cache with `remove` fewer entries (evidence: set when `needs_evidence`)."""
