@@ -23,6 +23,7 @@ from tqdm import tqdm
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.models.context_length import training_length, usable_context_length
+from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
 from lm_eval_longmem.models.methods.recorded import resolve_method
@@ -112,6 +113,7 @@ class LongMemLM(HFLM):
             raise UnknownModelArgumentError(self._unknown_arguments_message(unknown))
         for key, value in self._config_overrides.items():
             setattr(self._config, key, value)
+        check_method_fits(self._config, self.longmem_method.name, source=str(pretrained))
         self.longmem_method.prepare_config(self._config)
 
     def _create_model(self, pretrained, **kwargs) -> None:

@@ -1,6 +1,7 @@
 """A checkpoint's own method: the config keys our training module writes, read back.
 
-A checkpoint extended by `training/` records in its config.json
+A checkpoint whose architecture is a method of its own (FoX) selects that method. A checkpoint
+extended by `training/` records in its config.json
 
     "longmem_method": "yarn",
     "longmem_method_args": {"factor": 4.0},
@@ -22,10 +23,12 @@ ARGS_KEY = "longmem_method_args"
 
 
 def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(method name, its arguments) recorded in a config dict, or None."""
+    """(method name, its arguments) recorded in a config dict (or implied by its architecture), or None."""
     name = config_dict.get(METHOD_KEY)
     if not name:
-        return None
+        from lm_eval_longmem.models.fox.compatibility import is_fox_family
+
+        return ("fox", {}) if is_fox_family(config_dict) else None
     args = config_dict.get(ARGS_KEY) or {}
     if not isinstance(args, dict):
         raise ValueError(f"config.json: {ARGS_KEY} must be a mapping of argument names to values, got {args!r}")

@@ -1,0 +1,86 @@
+"""Which checkpoints are FoX-family, and which long-memory methods fit them.
+
+FoX is an architecture, not a patch: its forget gate is part of the trained weights. So
+`method=fox` selects a FoX checkpoint (and is picked by itself for one), and methods that
+patch another architecture's attention, RoPE or cache do not apply to it. Kept free of
+torch and transformers imports: the wrapper and the tasks ask before any model is built.
+"""
+
+from __future__ import annotations
+
+# model_type of the official code's FoX (all fgate types, LLaMA and Pro, and the Pro
+# Transformer baseline, which is FoX with fgate_type="none" and RoPE) and of its separate
+# Transformer (LLaMA) baseline class.
+FOX_MODEL_TYPE = "forgetting_transformer-project_fox"
+TRANSFORMER_BASELINE_MODEL_TYPE = "transformer-project_fox"
+FOX_FAMILY_MODEL_TYPES = frozenset({FOX_MODEL_TYPE, TRANSFORMER_BASELINE_MODEL_TYPE})
+
+OFFICIAL_CHECKPOINTS = tuple(
+    f"zhixuan-lin/{name}-760m-longcrawl64-48b" for name in ("fox-pro", "transformer-pro", "fox-llama", "transformer-llama")
+)
+ROPE_METHODS = frozenset({"pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "lm_infinite"})
+# Methods that leave any causal LM as it is, and so also run a FoX checkpoint unchanged.
+ARCHITECTURE_NEUTRAL_METHODS = frozenset({"fox"})
+
+
+class ArchitectureMismatchError(ValueError):
+    """A method was asked of a checkpoint whose architecture it does not apply to."""
+
+
+def model_type_of(config) -> str | None:
+    if isinstance(config, dict):
+        return config.get("model_type")
+    return getattr(config, "model_type", None)
+
+
+def is_fox_family(config) -> bool:
+    return model_type_of(config) in FOX_FAMILY_MODEL_TYPES
+
+
+def how_to_get_a_fox_checkpoint() -> str:
+    return (
+        "Pass pretrained=<a FoX checkpoint>: one of the official ones ("
+        + ", ".join(OFFICIAL_CHECKPOINTS)
+        + ") or a directory written by the training module's FoX recipe "
+        "(lm-eval-longmem train training/recipes/fox.yaml, once the training module is installed)."
+    )
+
+
+def check_method_fits(config, method_name: str, source: str = "the model") -> None:
+    """Raise `ArchitectureMismatchError` when `method_name` cannot run `config`'s architecture."""
+    fox = is_fox_family(config)
+    if method_name == "fox" and not fox:
+        raise ArchitectureMismatchError(
+            f"method=fox needs a Forgetting Transformer checkpoint, but {source} is a "
+            f"{model_type_of(config) or 'model of unknown type'!r} model. FoX is an architecture trained "
+            "with its forget gate, not a method that can be applied to another model. "
+            + how_to_get_a_fox_checkpoint()
+        )
+    if not fox or method_name in ARCHITECTURE_NEUTRAL_METHODS:
+        return
+    if method_name in ROPE_METHODS:
+        why = (
+            "FoX has no RoPE (its forget gate replaces positional encoding), so there are no rotary "
+            "frequencies to extend"
+            if not _uses_rope(config)
+            else "this checkpoint's RoPE is the FoX code's own (config.rope_base), not transformers' "
+            "rope_parameters that the RoPE methods rewrite"
+        )
+        raise ArchitectureMismatchError(
+            f"method={method_name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
+            "Use method=fox (or leave method= out: a FoX checkpoint selects it by itself)."
+        )
+    if method_name == "vanilla":
+        why = "a FoX-family checkpoint runs as trained under method=fox, so results record it as FoX"
+    else:
+        why = "it patches the attention and cache of Llama-family models"
+    raise ArchitectureMismatchError(
+        f"method={method_name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
+        "Use method=fox (or leave method= out: a FoX checkpoint selects it by itself)."
+    )
+
+
+def _uses_rope(config) -> bool:
+    if isinstance(config, dict):
+        return bool(config.get("use_rope", model_type_of(config) == TRANSFORMER_BASELINE_MODEL_TYPE))
+    return bool(getattr(config, "use_rope", False))

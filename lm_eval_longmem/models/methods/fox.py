@@ -1,0 +1,37 @@
+"""`fox`: run a Forgetting Transformer checkpoint (Lin et al., 2025) as it was trained.
+
+FoX is an architecture (`models/fox/`), not a patch: the forget gate
+f_t = sigmoid(w_f . x_t + b_f) down-weights attention logits by sum_{l=j+1..i} log f_l and is
+part of the trained weights. This method only checks that the checkpoint is FoX-family and
+records which FoX it is; a FoX checkpoint selects it by itself when `method=` is left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lm_eval_longmem.models.methods.base import LongMemMethod
+
+# The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the
+# Transformer baselines), recorded in the results so runs of different variants are told apart.
+ARCHITECTURE_SWITCHES = (
+    "fgate_type", "use_rope", "use_output_gate", "use_output_norm", "qk_norm", "use_k_shift", "use_v_shift",
+    "hidden_size", "num_hidden_layers", "num_heads", "num_kv_heads",
+)
+
+
+class ForgettingTransformer(LongMemMethod):
+    name = "fox"
+    summary = "Forgetting Transformer checkpoint as trained (selected by itself for one; an architecture, not a patch)"
+
+    def __init__(self, args=None):
+        super().__init__(args)
+        self.architecture: dict[str, Any] = {}
+
+    def prepare_config(self, config) -> None:
+        # The wrapper has already checked that the checkpoint is FoX-family (`check_method_fits`).
+        self.architecture = {key: getattr(config, key) for key in ARCHITECTURE_SWITCHES if hasattr(config, key)}
+        self.architecture["model_type"] = config.model_type
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "args": dict(self.architecture)}
