@@ -3,7 +3,8 @@
 Long-memory tasks ask many questions about one long text: every TREC test question at a
 given shot count follows the same demonstrations, and TopicRet's three questions follow the
 same conversation. Re-encoding that prefix per question costs a full prefill each time.
-This generator keeps the KV cache (a transformers `DynamicCache`) of the previous prompt;
+This generator keeps the cache `generate` built for the previous prompt (a transformers
+`DynamicCache`, or a model's own cache class, e.g. FoX's, which also holds forget gates);
 for the next one it crops the cache to the longest token prefix the two prompts share and
 lets `generate` encode only the rest (transformers slices the input ids to the tokens the
 cache does not hold yet). The wrapper sends prompts sorted by token ids, so prompts with a
@@ -19,7 +20,6 @@ from collections.abc import Sequence
 
 import torch
 from lm_eval.models.utils_hf import stop_sequences_criteria
-from transformers import DynamicCache
 
 from lm_eval_longmem.models.generation import GenerationRequest
 
@@ -37,7 +37,7 @@ class PrefixReuseGenerator:
         self.model = model
         self.tokenizer = tokenizer
         self.reuse = reuse
-        self._cache: DynamicCache | None = None
+        self._cache = None  # what `generate` returned for the previous prompt
         self._cached_prompt: tuple[int, ...] = ()
         # What reuse saved, for logs and benchmarks.
         self.prompt_tokens = 0
@@ -53,7 +53,7 @@ class PrefixReuseGenerator:
             raise ValueError("cannot generate from an empty prompt")
         cache = self._cache_for(prompt)
         self.prompt_tokens += len(prompt)
-        self.reused_tokens += cache.get_seq_length()
+        self.reused_tokens += cache.get_seq_length() if cache is not None else 0
         device = self.model.device
         input_ids = torch.tensor([prompt], dtype=torch.long, device=device)
         stopping = stop_sequences_criteria(self.tokenizer, list(request.stop_strings), len(prompt), 1)
@@ -67,26 +67,28 @@ class PrefixReuseGenerator:
                 pad_token_id=self._pad_id(request),
                 stopping_criteria=stopping,
                 use_cache=True,
+                return_dict_in_generate=True,
                 **request.sampling,
             )
         if self.reuse:
-            self._cache, self._cached_prompt = cache, prompt
-        return output[0, len(prompt) :].tolist()
+            self._cache, self._cached_prompt = output.past_key_values, prompt
+        return output.sequences[0, len(prompt) :].tolist()
 
-    def _cache_for(self, prompt: tuple[int, ...]) -> DynamicCache:
-        """The previous cache cropped to the shared prefix, or a fresh one.
+    def _cache_for(self, prompt: tuple[int, ...]):
+        """The previous cache cropped to the shared prefix, or None: `generate` then builds the
+        model's own kind of cache.
 
         At least one prompt token is left to feed: `generate` needs the logits of the last
         prompt position, so an identical prompt reuses all but its final token.
         """
-        if self.reuse and self._cache is not None and self._cache.is_croppable:
+        if self.reuse and self._cache is not None and getattr(self._cache, "is_croppable", False):
             keep = min(common_prefix_length(self._cached_prompt, prompt), len(prompt) - 1)
             if keep > 0:
                 # The cache also holds the previous answer's tokens: crop those too.
                 self._cache.crop(keep - self._cache.get_seq_length())
                 return self._cache
         self._cache, self._cached_prompt = None, ()  # free the old cache before the new prefill
-        return DynamicCache(config=self.model.config)
+        return None
 
     def _pad_id(self, request: GenerationRequest) -> int | None:
         pad = self.tokenizer.pad_token_id
