@@ -116,6 +116,7 @@ class BlockedBiasedAttention(torch.autograd.Function):
         return grads + (None, None, None)
 
 
-def blocked_biased_attention(q, k, v, q_bias, k_bias, scale, key_lo, block=DEFAULT_QUERY_BLOCK):
-    """Validated inputs in; ``[B, Tq, HQ, D]`` out. ``key_lo`` from ``visibility.key_window_bounds``."""
-    return BlockedBiasedAttention.apply(q, k, v, q_bias, k_bias, scale, key_lo, block)
+def blocked_biased_attention(q, k, v, q_bias, k_bias, scale, key_lo, block=None):
+    """Validated inputs in; ``[B, Tq, HQ, D]`` out. ``key_lo`` from ``visibility.key_window_bounds``;
+    ``block`` queries per step (default ``DEFAULT_QUERY_BLOCK``, read at call time)."""
+    return BlockedBiasedAttention.apply(q, k, v, q_bias, k_bias, scale, key_lo, block or DEFAULT_QUERY_BLOCK)
