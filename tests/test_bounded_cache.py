@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from lm_eval_longmem.models.bounded_cache.decoder import Decoder, UnsupportedArchitectureError
+from lm_eval_longmem.models.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner

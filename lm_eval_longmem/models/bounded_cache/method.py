@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from abc import ABCMeta, abstractmethod
 
-from lm_eval_longmem.models.bounded_cache.decoder import Decoder
+from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from lm_eval_longmem.models.bounded_cache.decoder import Decoder
+from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.scoring import ScoredSpan, SpanTotals

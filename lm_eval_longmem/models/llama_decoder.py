@@ -1,9 +1,10 @@
 """The Llama-family decoder seen as parts: embed, per-layer projections, RoPE, MLP, head.
 
-Bounded-cache methods run the model's own weights through their own forward loop, because
-they change what attention sees (which entries, at which positions, with which counts) and
-need keys *before* RoPE, which transformers' caches never hold. Everything here is the
-model's modules, called in the order its decoder layer calls them; only attention is ours.
+Methods that own the forward loop (the bounded caches, Infini-attention) run the model's own
+weights layer by layer, because they change what attention sees (which entries, at which
+positions, with which counts, plus a compressive memory) and need keys *before* RoPE, which
+transformers' caches never hold. Everything here is the model's modules, called in the order
+its decoder layer calls them; only attention is the method's.
 
 Supported: architectures whose decoder layer is `x + attn(norm(x))`, `x + mlp(norm(x))` with
 q/k/v/o projections and rotary embeddings (Llama, Mistral, Qwen2, Qwen3 with its q/k norms,
@@ -18,7 +19,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
 
 class UnsupportedArchitectureError(ValueError):
-    """The model's decoder is not one the bounded-cache loop knows how to run."""
+    """The model's decoder is not one the layer-by-layer loop knows how to run."""
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -29,12 +30,13 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 
 
 class Decoder:
-    def __init__(self, model):
+    def __init__(self, model, methods: str = "Bounded-cache methods (statedclm, streamingllm, longcache)"):
+        """`methods` names who needs the decoder, for the error on an unsupported model."""
         config = model.config
         model_type = getattr(config, "model_type", None)
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedArchitectureError(
-                f"Bounded-cache methods (statedclm, streamingllm, longcache) run Llama-family decoders "
+                f"{methods} run Llama-family decoders "
                 f"({', '.join(SUPPORTED_MODEL_TYPES)}); this model is {model_type!r}. Use method=vanilla "
                 "or a model of a supported family."
             )
