@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import torch
 
-from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-from lm_eval_longmem.models.scoring import ScoredSpan, SpanTotals
+from lm_eval_longmem.models.llama_decoder import Decoder
+from lm_eval_longmem.models.piecewise_scoring import score_in_pieces
+from lm_eval_longmem.models.scoring import ScoredSpan
 from lm_eval_longmem.requests import ScoredContinuation
 
 
@@ -34,16 +35,12 @@ class BoundedCacheScorer:
     def _score_row(self, row: list[int], span: ScoredSpan) -> ScoredContinuation:
         policy = self.make_policy()
         runner = BoundedCacheRunner(self.decoder, policy)
-        chunk = policy.args.chunk_size
-        totals = SpanTotals()
-        scored_end = span.start + len(span.targets)
-        for start in range(0, len(row), chunk):
-            stop = min(start + chunk, len(row))
+
+        def run_chunk(start: int, stop: int) -> torch.Tensor:
             more = stop < len(row)  # after the last chunk nothing reads the cache: no shrink needed
-            hidden = runner.feed_chunk(row[start:stop], next_id=row[stop] if more else None, shrink=more)
-            first, last = max(start, span.start), min(stop, scored_end)
-            if first < last:
-                targets = torch.tensor(span.targets[first - span.start : last - span.start], device=hidden.device)
-                totals.add(self.decoder.logits(hidden[first - start : last - start]), targets)
+            return runner.feed_chunk(row[start:stop], next_id=row[stop] if more else None, shrink=more)
+
+        vocab = self.decoder.model.get_output_embeddings().weight.shape[0]
+        result = score_in_pieces(len(row), span, policy.args.chunk_size, run_chunk, self.decoder.logits, vocab)
         self.last_runner = runner
-        return totals.result(len(span.targets))
+        return result
