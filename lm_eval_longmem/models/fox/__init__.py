@@ -1,0 +1,60 @@
+"""Forgetting Transformer (FoX) as a transformers model package.
+
+Loads the official checkpoints `zhixuan-lin/{fox-pro,transformer-pro,fox-llama,transformer-llama}-
+760m-longcrawl64-48b` unchanged and generates on transformers 5. Importing this package registers
+both official model types with the Auto classes (`register_fox`).
+"""
+
+from __future__ import annotations
+
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+from .cache_fox import ForgettingAttentionCacheLayer, ForgettingTransformerCache, as_fox_cache
+from .configuration_fox import (
+    FGATE_TYPES,
+    FOX_MODEL_TYPES,
+    ForgettingTransformerConfig,
+    TransformerBaselineConfig,
+    is_fox_config,
+)
+from .modeling_fox import (
+    ForgettingTransformerForCausalLM,
+    ForgettingTransformerModel,
+    TransformerBaselineForCausalLM,
+    TransformerBaselineModel,
+)
+
+
+def register_fox() -> None:
+    """Register both official model types with AutoConfig/AutoModel/AutoModelForCausalLM.
+
+    Idempotent; takes over the names if the official package registered its own classes first
+    (these load the same checkpoints).
+    """
+    variants = (
+        (ForgettingTransformerConfig, ForgettingTransformerModel, ForgettingTransformerForCausalLM),
+        (TransformerBaselineConfig, TransformerBaselineModel, TransformerBaselineForCausalLM),
+    )
+    for config_class, model_class, causal_lm_class in variants:
+        AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
+        AutoModel.register(config_class, model_class, exist_ok=True)
+        AutoModelForCausalLM.register(config_class, causal_lm_class, exist_ok=True)
+
+
+register_fox()
+
+__all__ = [
+    "FGATE_TYPES",
+    "FOX_MODEL_TYPES",
+    "ForgettingAttentionCacheLayer",
+    "ForgettingTransformerCache",
+    "ForgettingTransformerConfig",
+    "ForgettingTransformerForCausalLM",
+    "ForgettingTransformerModel",
+    "TransformerBaselineConfig",
+    "TransformerBaselineForCausalLM",
+    "TransformerBaselineModel",
+    "as_fox_cache",
+    "is_fox_config",
+    "register_fox",
+]
