@@ -215,12 +215,6 @@ class ForgettingTransformerForCausalLM(ForgettingTransformerPreTrainedModel, Gen
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.post_init()
 
-    def get_input_embeddings(self) -> nn.Embedding:
-        return self.model.embeddings
-
-    def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.model.embeddings = value
-
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 
