@@ -3,6 +3,7 @@
     lm-eval-longmem plot RESULTS [RESULTS ...] -o curve.png   # forgetting-curve figure
     lm-eval-longmem plot-passkey RESULTS [...] -o passkey.png # passkey length x depth heatmap
     lm-eval-longmem methods                                   # methods and their arguments
+    lm-eval-longmem train RECIPE [key=value ...]              # training module (train --help)
     lm-eval-longmem <anything else>                           # exactly `lm_eval <anything else>`
 
 Use it where start-up hooks are disabled (python -S, some sandboxes, zipapps).
@@ -69,7 +70,13 @@ def _methods(_argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS = {"plot": _plot, "plot-passkey": _plot_passkey, "methods": _methods}
+def _train(argv: list[str]) -> int:
+    from lm_eval_longmem_training.cli import main as train_main
+
+    return train_main(argv)
+
+
+SUBCOMMANDS = {"plot": _plot, "plot-passkey": _plot_passkey, "methods": _methods, "train": _train}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,127 @@
+"""What every approach provides to the loop: the model to train, its optimizer parameter groups,
+and the export. The shared steps (loading the base model with the method's config edits,
+writing a checkpoint whose config records the method and the run) live here."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lm_eval_longmem_training.errors import TrainingError
+from lm_eval_longmem_training.recipe import Recipe
+
+TRAINING_RECORD_KEY = "longmem_training"
+
+
+@dataclass
+class TrainableModel:
+    model: Any
+    tokenizer: Any
+    method: Any = None  # the LongMemMethod applied (recorded in the export), or None
+    extras: dict = field(default_factory=dict)  # approach-specific state (e.g. the LoRA base)
+
+
+class Approach:
+    name: ClassVar[str]
+
+    def build(self, recipe: Recipe) -> TrainableModel:
+        raise NotImplementedError
+
+    def param_groups(self, trainable: TrainableModel, recipe: Recipe) -> list[dict]:
+        """AdamW parameter groups (default: every trainable parameter, the recipe's lr and decay)."""
+        params = [p for p in trainable.model.parameters() if p.requires_grad]
+        return [{"params": params, "lr": recipe.lr, "weight_decay": recipe.weight_decay}]
+
+    def export(self, trainable: TrainableModel, model, directory: Path, run_record: dict) -> None:
+        """Write the final checkpoint (`model` is the unwrapped trained model)."""
+        save_recorded_checkpoint(model, trainable.tokenizer, directory, trainable.method, run_record)
+
+
+def build_method(recipe: Recipe):
+    """The recipe's long-memory method (None when it names none), with its arguments checked."""
+    if not recipe.method:
+        return None
+    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
+    from lm_eval_longmem.models.methods import build_method as build
+
+    try:
+        return build(recipe.method, recipe.method_args)
+    except (MethodArgumentError, UnknownMethodError) as err:
+        raise TrainingError(f"recipe method: {err}") from None
+
+
+def base_model_source(recipe: Recipe) -> str:
+    if recipe.model == "default":
+        from lm_eval_longmem.default_model import DefaultModelMissingError, default_model_dir
+
+        try:
+            return str(default_model_dir())
+        except DefaultModelMissingError as err:
+            raise TrainingError(str(err)) from None
+    return recipe.model
+
+
+def load_tokenizer(recipe: Recipe, source: str):
+    from transformers import AutoTokenizer
+
+    name = recipe.tokenizer or source
+    with hub_errors_as_training_errors(name):
+        return AutoTokenizer.from_pretrained(name)
+
+
+def load_pretrained(recipe: Recipe) -> TrainableModel:
+    """The base model in fp32 with the recipe's config fields and the method's config edits
+    applied, as `--model longmem` would load it with that method."""
+    from lm_eval_longmem.models.rope.parameters import NotARopeModelError
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    source = base_model_source(recipe)
+    method = build_method(recipe)
+    with hub_errors_as_training_errors(source):
+        config = AutoConfig.from_pretrained(source)
+        for name, value in recipe.model_config.items():
+            setattr(config, name, value)
+        if method is not None:
+            try:
+                method.prepare_config(config)
+            except (NotARopeModelError, ValueError) as err:
+                raise TrainingError(f"method={method.name} on {source}: {err}") from None
+        model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype="float32")
+    if method is not None:
+        model = method.prepare_model(model)
+    return TrainableModel(model=model, tokenizer=load_tokenizer(recipe, source), method=method)
+
+
+@contextlib.contextmanager
+def hub_errors_as_training_errors(name: str):
+    """`loading_from_hub` (fail fast offline) with its errors turned into TrainingErrors."""
+    from lm_eval_longmem.hub import HubUnavailableError, loading_from_hub
+
+    try:
+        with loading_from_hub(name):
+            yield
+    except HubUnavailableError as err:
+        raise TrainingError(f"model/tokenizer {name!r}: {err}") from None
+    except OSError as err:
+        raise TrainingError(f"Could not load {name!r}: {err}") from None
+
+
+def recorded_args(method) -> dict[str, Any]:
+    return {k: v for k, v in dataclasses.asdict(method.args).items() if v is not None}
+
+
+def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_record: dict) -> None:
+    """save_pretrained + tokenizer, the config naming the method (so `pretrained=<dir>` applies
+    it) and the run (recipe, data, steps)."""
+    from lm_eval_longmem.models.methods.recorded import record_method
+
+    config = model.config
+    if method is not None:
+        record_method(config, method.name, recorded_args(method))
+    setattr(config, TRAINING_RECORD_KEY, run_record)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)

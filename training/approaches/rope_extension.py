@@ -1,0 +1,17 @@
+"""`rope_extension`: full fine-tune of a model whose RoPE the recipe's method (pi, ntk, yarn, ...)
+has extended, as the controlled study trains its exact-attention baselines."""
+
+from lm_eval_longmem_training.approaches.base import Approach, load_pretrained
+from lm_eval_longmem_training.errors import TrainingError
+
+
+class RopeExtension(Approach):
+    name = "rope_extension"
+
+    def build(self, recipe):
+        if not recipe.method:
+            raise TrainingError("approach=rope_extension needs method= (pi, ntk, yarn, ...).")
+        return load_pretrained(recipe)
+
+
+APPROACH = RopeExtension()

@@ -1,0 +1,44 @@
+"""`lm-eval-longmem train RECIPE [key=value ...]` (also `python -m lm_eval_longmem_training` and
+`accelerate launch -m lm_eval_longmem_training`): bad input is one message, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lm_eval_longmem_training.errors import TrainingError
+
+USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
+
+
+def help_text() -> str:
+    from lm_eval_longmem_training.recipe_loading import describe_keys, shipped_recipes
+
+    recipes = "\n".join(f"  {name}  ({path})" for name, path in shipped_recipes().items())
+    return (
+        f"RECIPE is a shipped recipe's name or a YAML path; key=value overrides any key\n"
+        f"(method_args.factor=8 sets one method argument).\n\nRecipes:\n{recipes}\n\nKeys:\n{describe_keys()}\n\n"
+        "Several processes/GPUs: accelerate launch [--config_file fsdp.yaml] -m lm_eval_longmem_training RECIPE ..."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lm-eval-longmem train", usage=USAGE, epilog=help_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Continue pretraining a model for a long-memory method; the export loads with "
+                    "`lm_eval --model longmem --model_args pretrained=<output_dir>/export`.",
+    )
+    parser.add_argument("recipe", help="recipe name or YAML file")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="recipe keys to override")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        from lm_eval_longmem_training.loop import train
+        from lm_eval_longmem_training.recipe_loading import find_recipe, load_recipe
+
+        recipe = load_recipe(args.recipe, args.overrides)
+        summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))
+    except TrainingError as err:
+        print(f"lm-eval-longmem train: error: {err}", file=sys.stderr)
+        return 2
+    print(f"done: {summary}")
+    return 0

@@ -1,0 +1,1 @@
+"""Training data: text sources, packing into fixed-length chunks, and the order chunks are read in."""

@@ -1,0 +1,56 @@
+"""Sequence packing: documents tokenized, joined with EOS and cut into chunks of the training
+length regardless of document boundaries (as the controlled study and LLaMA do). Cached per
+(text, tokenizer, length) so that every process and every resumed run reads the same chunks."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+from filelock import FileLock
+
+from lm_eval_longmem.data.token_stream import tokenizer_fingerprint
+from lm_eval_longmem.paths import cache_dir
+from lm_eval_longmem_training.data.text_sources import TextSource
+from lm_eval_longmem_training.errors import TrainingError
+
+BATCH_DOCUMENTS = 16
+
+
+def packed_chunks(source: TextSource, tokenizer, seq_len: int, max_tokens: int = 0) -> np.ndarray:
+    """[num_chunks, seq_len] token ids (int32 or int64), read-only, memory-mapped from the cache."""
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise TrainingError("The tokenizer has no EOS token to separate packed documents.")
+    limit = max_tokens if source.streamed else 0
+    identity = f"{source.identity}|{tokenizer_fingerprint(tokenizer)}|eos={eos}|limit={limit}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:24]
+    path = cache_dir("training_tokens") / f"{key}.npy"
+    with FileLock(str(path) + ".lock"):
+        if not path.is_file():
+            stream = pack_documents(source.documents, tokenizer, eos, limit)
+            partial = path.with_name(path.stem + ".partial.npy")
+            np.save(partial, stream)
+            partial.rename(path)
+    stream = np.load(path, mmap_mode="r")
+    num_chunks = len(stream) // seq_len
+    if num_chunks == 0:
+        raise TrainingError(f"The training text has {len(stream)} tokens, fewer than one chunk of seq_len={seq_len}.")
+    return stream[: num_chunks * seq_len].reshape(num_chunks, seq_len)
+
+
+def pack_documents(documents, tokenizer, eos: int, limit: int = 0) -> np.ndarray:
+    """One token stream: each document's ids followed by EOS; stops after `limit` tokens (0: all)."""
+    pieces, total = [], 0
+    iterator = iter(documents)
+    while batch := list(itertools.islice(iterator, BATCH_DOCUMENTS)):
+        for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+            pieces.append(np.asarray([*ids, eos], dtype=np.int64))
+            total += len(ids) + 1
+        if limit and total >= limit:
+            break
+    stream = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    if limit:
+        stream = stream[:limit]
+    return stream.astype(np.int32 if stream.size == 0 or stream.max() < 2**31 else np.int64)

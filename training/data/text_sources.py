@@ -1,0 +1,51 @@
+"""Where training text comes from: the plugin's corpora (embedded Shakespeare, PG-19, local files)
+or any `datasets` Hub id, streamed so that only the tokens a run needs are read. Offline, a Hub id
+not in the local cache fails at once with the fix (lm_eval_longmem.hub)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lm_eval_longmem.data.corpora import CORPUS_NAMES, CorpusUnavailableError, load_corpus
+from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError, load_hub_dataset
+from lm_eval_longmem.hub import looks_like_hub_id
+from lm_eval_longmem_training.errors import TrainingError
+
+
+@dataclass(frozen=True)
+class TextSource:
+    identity: str  # changes whenever the text could change (cache key)
+    documents: Iterable[str]
+    streamed: bool  # read lazily: stop once enough tokens are in
+
+
+def open_text_source(data: str, *, config: str = "", split: str = "train", text_column: str = "text") -> TextSource:
+    if data in CORPUS_NAMES or os.path.exists(os.path.expanduser(data)):
+        try:
+            corpus = load_corpus(data)
+        except CorpusUnavailableError as err:
+            raise TrainingError(f"data={data}: {err}") from None
+        return TextSource(corpus.identity, corpus.documents, streamed=False)
+    if not looks_like_hub_id(data):
+        raise TrainingError(
+            f"data={data!r} is neither a corpus ({', '.join(CORPUS_NAMES)}), an existing file or folder, "
+            "nor a `datasets` Hub id."
+        )
+    return TextSource(f"hub:{data}:{config}:{split}:{text_column}", hub_documents(data, config, split, text_column), True)
+
+
+def hub_documents(data: str, config: str, split: str, text_column: str) -> Iterable[str]:
+    fix = (
+        f"run once where the Hub is reachable to cache it (e.g. `python -c \"import datasets; "
+        f"datasets.load_dataset('{data}', split='{split}')\"`), or train on local text: data=<file or folder> "
+        "or data=shakespeare (embedded, offline)."
+    )
+    try:
+        table = load_hub_dataset(data, fix=fix, name=config or None, split=split, streaming=True)
+    except DatasetUnavailableError as err:
+        raise TrainingError(str(err)) from None
+    if table.column_names is not None and text_column not in table.column_names:
+        raise TrainingError(f"data={data}: no column {text_column!r} (it has {table.column_names}); set text_column=.")
+    return (row[text_column] for row in table)

@@ -1,0 +1,152 @@
+"""The training loop: one script for one process or many (`accelerate launch`), resumable.
+
+Each optimizer step reads `grad_accum_steps` micro-batches per process from `BatchOrder`
+(gradients synchronized on the last only), clips, steps AdamW and the schedule, and logs. The
+scheduler is stepped once per optimizer step and left unwrapped by accelerate (whose wrapper
+would step it once per process), so a run's schedule does not depend on the process count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from lm_eval_longmem_training.approaches import get_approach
+from lm_eval_longmem_training.checkpoints import (
+    CHECKPOINTS, RunProgress, check_resumable, latest_checkpoint, save_checkpoint,
+)
+from lm_eval_longmem_training.data.batch_order import BatchOrder
+from lm_eval_longmem_training.data.packing import packed_chunks
+from lm_eval_longmem_training.data.text_sources import open_text_source
+from lm_eval_longmem_training.optimization import make_optimizer, make_scheduler, mixed_precision_for
+from lm_eval_longmem_training.progress import METRICS_FILE, TrainingLog
+from lm_eval_longmem_training.recipe import Recipe, to_plain
+
+EXPORT = "export"
+
+
+def train(recipe: Recipe, recipe_source: str = "") -> dict:
+    """Run (or resume) `recipe`; returns a summary (steps, tokens, export directory)."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    output_dir = Path(recipe.output_dir)
+    trackers = None if recipe.log_with in ("", "none") else recipe.log_with.split(",")
+    accelerator = Accelerator(
+        mixed_precision=mixed_precision_for(recipe.mixed_precision), log_with=trackers, project_dir=str(output_dir)
+    )
+    resume_from = prepare_output_dir(accelerator, output_dir, recipe)
+    set_seed(recipe.seed)
+
+    approach = get_approach(recipe.approach)
+    with accelerator.main_process_first():
+        trainable = approach.build(recipe)
+        chunks = load_chunks(recipe, trainable.tokenizer, accelerator.num_processes)
+    model = trainable.model
+    model.config.use_cache = False
+    if recipe.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    optimizer = make_optimizer(approach.param_groups(trainable, recipe), recipe)
+    scheduler = make_scheduler(optimizer, recipe)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    progress = RunProgress()
+    accelerator.register_for_checkpointing(scheduler, progress)
+    if resume_from is not None:
+        accelerator.load_state(str(resume_from))
+        accelerator.print(f"Resumed from {resume_from} at step {progress.step}.")
+    accelerator.init_trackers(recipe.name, config={k: str(v) for k, v in to_plain(recipe).items()})
+
+    order = BatchOrder(chunks, recipe.micro_batch_size, recipe.grad_accum_steps, accelerator.num_processes,
+                       accelerator.process_index, recipe.seed)
+    tokens_per_step = order.samples_per_step * recipe.seq_len
+    log = TrainingLog(accelerator, output_dir, progress.step, recipe.max_steps, recipe.progress_bar)
+    last_step = recipe.max_steps if not recipe.stop_after_steps else min(recipe.max_steps, recipe.stop_after_steps)
+    model.train()
+    started = time.perf_counter()
+    first_step = progress.step
+    while progress.step < last_step:
+        loss = train_step(accelerator, model, optimizer, scheduler, order, progress.step, recipe)
+        progress.step += 1
+        progress.tokens += tokens_per_step
+        log.step(progress.step, loss, scheduler.get_last_lr()[0], tokens_per_step, progress.tokens,
+                 write=progress.step % recipe.log_every == 0 or progress.step == last_step)
+        if recipe.save_every and progress.step % recipe.save_every == 0 and progress.step < recipe.max_steps:
+            save_checkpoint(accelerator, output_dir, recipe, progress)
+    log.close()
+    elapsed = time.perf_counter() - started
+    summary = {"steps": progress.step, "tokens": progress.tokens,
+               "tokens_per_second": (progress.step - first_step) * tokens_per_step / max(elapsed, 1e-9)}
+    if progress.step < recipe.max_steps:
+        save_checkpoint(accelerator, output_dir, recipe, progress)
+        accelerator.print(f"Stopped at step {progress.step} (stop_after_steps); resume with the same command.")
+    elif recipe.export:
+        summary["export"] = str(export_run(accelerator, approach, trainable, model, recipe, recipe_source, progress))
+    accelerator.end_training()
+    return summary
+
+
+def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step: int, recipe: Recipe) -> float:
+    """One optimizer step over `grad_accum_steps` micro-batches; the loss averaged over processes."""
+    total = torch.zeros((), device=accelerator.device)
+    for micro in range(recipe.grad_accum_steps):
+        batch = order.micro_batch(step, micro).to(accelerator.device)
+        last = micro == recipe.grad_accum_steps - 1
+        with (contextlib.nullcontext() if last else accelerator.no_sync(model)), accelerator.autocast():
+            loss = model(input_ids=batch, labels=batch).loss / recipe.grad_accum_steps
+        accelerator.backward(loss)
+        total += loss.detach()
+    if recipe.max_grad_norm > 0:
+        accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return accelerator.reduce(total, reduction="mean").item()
+
+
+def load_chunks(recipe: Recipe, tokenizer, num_processes: int):
+    source = open_text_source(recipe.data, config=recipe.data_config, split=recipe.data_split,
+                              text_column=recipe.text_column)
+    needed = recipe.max_steps * recipe.micro_batch_size * recipe.grad_accum_steps * num_processes * recipe.seq_len
+    return packed_chunks(source, tokenizer, recipe.seq_len, max_tokens=recipe.data_max_tokens or needed)
+
+
+def prepare_output_dir(accelerator, output_dir: Path, recipe: Recipe) -> Path | None:
+    """The checkpoint to resume from (checked against the recipe), or None for a fresh run; with
+    resume=never an earlier run in the folder is moved aside, never deleted."""
+    latest = latest_checkpoint(output_dir)
+    if latest is not None and recipe.resume == "auto":
+        check_resumable(latest, recipe)
+        return latest
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        earlier = [output_dir / name for name in (CHECKPOINTS, METRICS_FILE, EXPORT) if (output_dir / name).exists()]
+        if earlier:
+            aside = output_dir / f"previous-{time.strftime('%Y%m%d-%H%M%S')}"
+            aside.mkdir()
+            for path in earlier:
+                shutil.move(str(path), str(aside / path.name))
+            print(f"An earlier run in {output_dir} was moved to {aside}.")
+    accelerator.wait_for_everyone()
+    return None
+
+
+def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_source: str, progress: RunProgress) -> Path:
+    directory = Path(recipe.output_dir) / EXPORT
+    accelerator.wait_for_everyone()
+    unwrapped = accelerator.unwrap_model(model)
+    if accelerator.is_main_process:
+        run_record = {
+            "recipe": recipe.name, "recipe_file": recipe_source, "approach": recipe.approach,
+            "base_model": recipe.model, "data": recipe.data, "seq_len": recipe.seq_len,
+            "steps": progress.step, "tokens": progress.tokens, "recipe_values": json.loads(json.dumps(to_plain(recipe))),
+        }
+        unwrapped.config.use_cache = True
+        approach.export(trainable, unwrapped, directory, run_record)
+        accelerator.print(f"Exported to {directory}: lm_eval --model longmem --model_args pretrained={directory} ...")
+    accelerator.wait_for_everyone()
+    return directory

@@ -1,0 +1,103 @@
+"""A training recipe: every key a YAML recipe (or a `key=value` override) may set, with its type,
+its default and what it does. One flat dataclass keeps `--help` and the unknown-key message in
+one place; `section` groups the keys in the listing."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+APPROACHES = ("rope_extension", "longlora", "from_scratch", "infini")
+# Keys that steer a run without changing what it computes: a checkpoint resumes under new values.
+RUN_CONTROL_KEYS = frozenset(
+    {"output_dir", "max_steps", "save_every", "keep_checkpoints", "log_every", "log_with", "resume",
+     "stop_after_steps", "export", "progress_bar"}
+)
+
+
+def key(default: Any, help: str, section: str, **kwargs) -> Any:
+    """A recipe key: a dataclass field with its help text and listing section."""
+    if isinstance(default, (dict, list)):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help, "section": section})
+    return dataclasses.field(default=default, metadata={"help": help, "section": section}, **kwargs)
+
+
+@dataclasses.dataclass
+class Recipe:
+    # --- what is trained ------------------------------------------------------------------
+    name: str = key("", "recipe name (default: the YAML file's name); recorded in the export", "model")
+    approach: Literal["rope_extension", "longlora", "from_scratch", "infini"] = key(
+        "rope_extension", "how the model is trained: full fine-tune of a RoPE-extended model, LongLoRA, "
+        "a model from scratch, or Infini-attention continual pretraining", "model")
+    model: str = key("default", "base model: a local directory or Hub id; `default` is the embedded SmolLM2-135M", "model")
+    tokenizer: str = key("", "tokenizer (default: the model's)", "model")
+    model_config: dict = key({}, "config fields set on the base config (from_scratch: the whole architecture, "
+                                 "with model_type)", "model")
+    method: str = key("", "long-memory method applied while training and recorded in the export "
+                          "(pi, ntk, yarn, fox, infini, ...)", "model")
+    method_args: dict = key({}, "that method's arguments (override one as method_args.factor=8)", "model")
+
+    # --- data ----------------------------------------------------------------------------
+    data: str = key("auto", "text: auto (PG-19 if loadable, else Shakespeare), pg19, shakespeare, a local "
+                           "text file or folder, or a `datasets` Hub id", "data")
+    data_config: str = key("", "Hub dataset configuration name", "data")
+    data_split: str = key("train", "Hub dataset split", "data")
+    text_column: str = key("text", "Hub dataset column holding the text", "data")
+    data_max_tokens: int = key(0, "tokens to read from a Hub dataset (streamed); 0: what the run needs", "data")
+    seq_len: int = key(4096, "training length: documents are packed (EOS between them) into chunks of it", "data")
+
+    # --- optimization ---------------------------------------------------------------------
+    micro_batch_size: int = key(1, "sequences per process per forward pass", "optimization")
+    grad_accum_steps: int = key(1, "micro-batches accumulated per optimizer step", "optimization")
+    max_steps: int = key(1000, "optimizer steps", "optimization")
+    lr: float = key(2e-5, "peak learning rate", "optimization")
+    lr_schedule: Literal["constant_with_warmup", "linear", "cosine"] = key(
+        "constant_with_warmup", "after the linear warmup: constant, linear or cosine decay to 0", "optimization")
+    warmup_steps: int = key(20, "linear warmup steps", "optimization")
+    weight_decay: float = key(0.0, "AdamW weight decay", "optimization")
+    adam_beta1: float = key(0.9, "AdamW beta1", "optimization")
+    adam_beta2: float = key(0.95, "AdamW beta2", "optimization")
+    adam_eps: float = key(1e-8, "AdamW epsilon", "optimization")
+    max_grad_norm: float = key(1.0, "gradient clipping norm (0: off)", "optimization")
+    seed: int = key(42, "seed of initialization, data order and dropout", "optimization")
+    gradient_checkpointing: bool = key(False, "recompute activations in the backward pass (less memory)", "optimization")
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = key(
+        "auto", "auto: bf16 where the GPU has it, fp16 on other GPUs, fp32 on the CPU", "optimization")
+
+    # --- LongLoRA ------------------------------------------------------------------------
+    lora_r: int = key(8, "LoRA rank", "longlora")
+    lora_alpha: int = key(16, "LoRA alpha", "longlora")
+    lora_dropout: float = key(0.0, "LoRA dropout", "longlora")
+    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters", "longlora")
+    trainable_extras: tuple[str, ...] = key(("embed", "norm"), "parameters trained in full beside LoRA "
+                                                              "(names containing these)", "longlora")
+    s2_attention: bool = key(True, "shifted sparse attention while training (never in the export)", "longlora")
+    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora")
+
+    # --- Infini-attention -----------------------------------------------------------------
+    gate_lr: float = key(0.01, "learning rate of the new gates (no weight decay)", "infini")
+
+    # --- the run -------------------------------------------------------------------------
+    output_dir: str = key("", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run")
+    save_every: int = key(100, "steps between resumable checkpoints (0: only at the end)", "run")
+    keep_checkpoints: int = key(2, "newest checkpoints kept", "run")
+    resume: Literal["auto", "never"] = key("auto", "auto: continue from the newest checkpoint in output_dir", "run")
+    stop_after_steps: int = key(0, "stop after this many steps without exporting, as a time-limited job "
+                                   "would (0: run to max_steps)", "run")
+    export: bool = key(True, "write the export at the end", "run")
+    log_every: int = key(1, "steps between log lines / tracker points", "run")
+    log_with: str = key("none", "accelerate trackers: none, all, or names (tensorboard,wandb,...)", "run")
+    progress_bar: bool = key(True, "tqdm bar with loss and tokens/s (main process)", "run")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The keys that decide the loss trajectory (a checkpoint only resumes under equal ones)."""
+        return {k: v for k, v in to_plain(self).items() if k not in RUN_CONTROL_KEYS}
+
+
+def to_plain(recipe: Recipe) -> dict[str, Any]:
+    """JSON/YAML-friendly dict (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(recipe).items()}
+
+
+def recipe_fields() -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(Recipe)}
