@@ -485,3 +485,27 @@ def test_masks_other_than_left_padding_are_rejected():
     model = tiny_model("fox-llama")
     with pytest.raises(ValueError, match="left padding only"):
         model(torch.tensor([[1, 2, 3]]), attention_mask=torch.tensor([[1, 0, 1]]))
+
+
+def test_loads_a_config_json_written_by_the_official_code(tmp_path):
+    """Keys as the official save path writes them (hydra defaults: no bos/eos, 4.44 metadata)."""
+    import json
+
+    model = tiny_model("fox-pro")
+    model.save_pretrained(tmp_path)
+    config_path = tmp_path / "config.json"
+    written = json.loads(config_path.read_text())
+    missing = set(ForgettingTransformerConfig().to_dict()) - set(written)
+    written.update(
+        architectures=["ForgettingTransformerForCausalLM"],
+        bos_token_id=None,
+        eos_token_id=None,
+        torch_dtype="float32",
+        transformers_version="4.44.0",
+    )
+    config_path.write_text(json.dumps(written))
+    assert not {"fgate_type", "qk_norm_share_param_across_head", "use_k_shift"} & missing
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    ids = torch.tensor([[4, 5, 6]])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, loaded(ids).logits)

@@ -143,7 +143,9 @@ class ForgettingTransformerConfig(PretrainedConfig):
                 "ignores it too); leave it None"
             )
         if self.use_output_norm and self.use_output_gate and self.ogate_act != "sigmoid":
-            raise ValueError("the output norm fuses a sigmoid output gate: use ogate_act='sigmoid' with use_output_norm")
+            raise ValueError(
+                "the output norm fuses a sigmoid output gate: use ogate_act='sigmoid' with use_output_norm"
+            )
         self._validate_gate_init()
         enabled = [name for name in FUSED_KERNEL_OPTIONS if getattr(self, name)]
         if enabled:
