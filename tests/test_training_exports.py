@@ -1,0 +1,73 @@
+"""Exports load with `--model longmem --model_args pretrained=<dir>` and nothing else: the config
+records the method (and its rope_parameters) and the run; LongLoRA also exports its adapter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from training_helpers import run_recipe
+
+from lm_eval_longmem.models.methods.recorded import read_recorded_method
+
+BIN = Path(sys.executable).parent
+
+
+def lm_eval(model_args: str, corpus_file, out: Path) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    args = [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", model_args, "--tasks", "forgetting_curve",
+            "--metadata", f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_points=2", "fc_samples=1",
+            "--output_path", str(out)]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (path,) = out.rglob("results_*.json")
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("recipe, rope_type, factor", [("tiny-pi", "linear", 4.0), ("tiny-ntk", "longmem_ntk", 7.0),
+                                                       ("tiny-yarn", "yarn", 4.0)])
+def test_rope_exports_record_method_and_run(recipe, rope_type, factor, tiny_model_dir, corpus_file, tmp_path):
+    summary = run_recipe(recipe, tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2)
+    config = json.loads((Path(summary["export"]) / "config.json").read_text())
+    assert config["rope_parameters"]["rope_type"] == rope_type and config["rope_parameters"]["factor"] == factor
+    assert config["rope_parameters"]["rope_theta"] == 10000.0 and config["max_position_embeddings"] == 128
+    assert config["longmem_method"] == recipe.removeprefix("tiny-") and config["longmem_method_args"]["factor"] == factor
+    run = config["longmem_training"]
+    assert (run["recipe"], run["steps"], run["data"], run["tokens"]) == (recipe, 2, str(corpus_file), 2 * 4 * 32)
+    assert read_recorded_method(summary["export"])[0] == recipe.removeprefix("tiny-")
+
+
+def test_yarn_export_evaluates_through_the_real_lm_eval_cli(tiny_model_dir, corpus_file, tmp_path):
+    summary = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2)
+    results = lm_eval(f"pretrained={summary['export']}", corpus_file, tmp_path / "eval")
+    assert results["config"]["longmem_method"] == "yarn"
+    assert results["config"]["longmem_method_args"]["factor"] == 4.0
+    assert results["config"]["longmem_context_length"] == 512  # factor 4 over the tiny model's 128
+    assert "copy_acc@40,none" in results["results"]["forgetting_curve"]
+
+
+def test_longlora_exports_adapter_extras_and_a_merged_model(tiny_model_dir, corpus_file, tmp_path):
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    summary = run_recipe("tiny-longlora", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=3)
+    export = Path(summary["export"])
+    extras = load_file(str(export / "adapter" / "trainable_extras.safetensors"))
+    assert any("embed_tokens" in k for k in extras) and any("norm" in k for k in extras)
+    merged = AutoModelForCausalLM.from_pretrained(export)
+    assert merged.config._attn_implementation != "longmem_s2_attention"
+    assert merged.config.longmem_method == "pi" and merged.config.rope_parameters["rope_type"] == "linear"
+    # base + adapter + extras rebuilds the merged model
+    base = AutoModelForCausalLM.from_pretrained(export)  # same architecture; reload the base weights into it
+    base.load_state_dict(AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict())
+    rebuilt = PeftModel.from_pretrained(base, export / "adapter")
+    rebuilt.load_state_dict(extras, strict=False)
+    ids = torch.arange(4, 40).unsqueeze(0)
+    with torch.no_grad():
+        assert torch.allclose(rebuilt(ids).logits, merged(ids).logits, atol=1e-5)
+        original = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        assert not torch.allclose(original.model.embed_tokens.weight, merged.model.embed_tokens.weight)

@@ -1,0 +1,72 @@
+"""Recipe files and overrides: shipped recipes load, keys are typed, bad input is one clear message."""
+
+import json
+
+import pytest
+
+from lm_eval_longmem_training.cli import main as train_main
+from lm_eval_longmem_training.errors import TrainingError
+from lm_eval_longmem_training.recipe_loading import load_recipe, shipped_recipes
+
+
+def test_every_shipped_recipe_loads_with_the_papers_settings():
+    names = set(shipped_recipes())
+    assert {"pi", "ntk", "yarn", "longlora", "tiny-pi", "tiny-ntk", "tiny-yarn", "tiny-longlora"} <= names
+    for name in names:
+        recipe = load_recipe(name)
+        assert recipe.name == name and recipe.output_dir.endswith(name)
+    factors = {name: load_recipe(name).method_args["factor"] for name in ("pi", "ntk", "yarn", "longlora")}
+    assert factors == {"pi": 8.0, "ntk": 29.0, "yarn": 8.0, "longlora": 8.0}  # Table 13, LLaMA-2
+    pi = load_recipe("pi")
+    assert (pi.lr, pi.weight_decay, pi.lr_schedule, pi.seq_len) == (2e-5, 0.0, "constant_with_warmup", 32768)
+    assert pi.micro_batch_size * pi.grad_accum_steps == 32
+    lora = load_recipe("longlora")
+    assert (lora.lora_r, lora.lora_alpha, lora.lora_targets, lora.trainable_extras) == (
+        8, 16, ("q_proj", "k_proj", "v_proj", "o_proj"), ("embed", "norm"))
+
+
+def test_overrides_are_typed_and_reach_mappings():
+    recipe = load_recipe("yarn", ["lr=1e-4", "max_steps=7", "method_args.factor=2", "lora_targets=[q_proj,v_proj]",
+                                  "gradient_checkpointing=false"])
+    assert recipe.lr == 1e-4 and recipe.max_steps == 7 and recipe.method_args["factor"] == 2
+    assert recipe.method_args["beta_fast"] == 32.0 and recipe.lora_targets == ("q_proj", "v_proj")
+    assert recipe.gradient_checkpointing is False
+
+
+def test_unknown_key_lists_the_valid_ones():
+    with pytest.raises(TrainingError, match="unknown recipe key") as err:
+        load_recipe("tiny-pi", ["learning_rate=1e-4"])
+    assert "learning_rate" in str(err.value) and "lr (float" in str(err.value) and "seq_len" in str(err.value)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("lr=fast", "lr='fast' is not valid"),
+    ("mixed_precision=fp8", "mixed_precision"),
+    ("seq_len=0", "seq_len must be at least 1"),
+    ("s2_group_fraction=0.3", "multiple of its group size"),
+])
+def test_bad_values_are_named(override, message):
+    with pytest.raises(TrainingError, match=message):
+        load_recipe("tiny-longlora", [override])
+
+
+def test_cli_reports_bad_input_without_a_traceback(capsys):
+    assert train_main(["tiny-pi", "learning_rate=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lm-eval-longmem train: error:") and "Traceback" not in err and "Valid keys" in err
+    assert train_main(["no-such-recipe"]) == 2
+    assert "Shipped recipes: " in capsys.readouterr().err
+
+
+def test_help_lists_recipes_and_keys(capsys):
+    with pytest.raises(SystemExit):
+        train_main(["--help"])
+    out = capsys.readouterr().out
+    assert "tiny-yarn" in out and "longlora" in out and "grad_accum_steps" in out and "accelerate launch" in out
+
+
+def test_a_recipe_file_by_path(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps({"approach": "rope_extension", "method": "pi", "seq_len": 64}))
+    recipe = load_recipe(str(path))
+    assert recipe.name == "mine" and recipe.seq_len == 64 and recipe.lr == 2e-5
