@@ -13,7 +13,7 @@ import torch
 
 from .visibility import visible_keys
 
-DEFAULT_QUERY_BLOCK = 512
+DEFAULT_QUERY_BLOCK = 256
 
 
 def _split_groups(x: torch.Tensor, kv_heads: int) -> torch.Tensor:
@@ -41,16 +41,28 @@ class _BlockPlan:
         last = rows.stop + self.num_keys - self.num_queries
         return range(min(first, last), last)
 
-    def mask(self, rows: range, cols: range) -> torch.Tensor:
-        """``[B or 1, 1, 1, rows, cols]`` for the ``[B, H, G, rows, cols]`` score layout."""
-        return visible_keys(self.key_lo, rows, cols, self.num_queries, self.num_keys, self.device)[:, None, None]
+    def mask_in_place(self, scores: torch.Tensor, rows: range, cols: range) -> torch.Tensor:
+        """Set invisible logits of ``scores [B, H, G, rows, cols]`` to -inf. Only the leading
+        columns (below some row's ``key_lo``) and the trailing ones (past the first row's causal
+        limit) can be invisible, so the mask is built for those strips alone."""
+        fully_visible_from = cols.start
+        if self.key_lo is not None:
+            fully_visible_from = min(int(self.key_lo[:, rows.start : rows.stop].max()), cols.stop)
+        fully_visible_to = max(min(rows.start + self.num_keys - self.num_queries + 1, cols.stop), fully_visible_from)
+        for strip in (range(cols.start, fully_visible_from), range(fully_visible_to, cols.stop)):
+            if len(strip):
+                visible = visible_keys(self.key_lo, rows, strip, self.num_queries, self.num_keys, self.device)
+                part = scores[..., strip.start - cols.start : strip.stop - cols.start]
+                part.masked_fill_(~visible[:, None, None], float("-inf"))
+        return scores
 
 
 def _block_logits(qs, ks, qb, kb, scale, plan, rows, cols):
-    """Masked fp32 logits ``[B, H, G, rows, cols]`` of one query block."""
-    scores = torch.matmul(qs[:, :, :, rows.start : rows.stop].float(), ks[:, :, :, cols.start : cols.stop].float().transpose(-1, -2))
-    scores = scores * scale + qb[..., rows.start : rows.stop, None] - kb[..., None, cols.start : cols.stop]
-    return scores.masked_fill(~plan.mask(rows, cols), float("-inf"))
+    """Masked fp32 logits ``[B, H, G, rows, cols]`` of one query block (a fresh tensor)."""
+    queries = qs[:, :, :, rows.start : rows.stop].float() * scale
+    scores = torch.matmul(queries, ks[:, :, :, cols.start : cols.stop].float().transpose(-1, -2))
+    scores.add_(qb[..., rows.start : rows.stop, None]).sub_(kb[..., None, cols.start : cols.stop])
+    return plan.mask_in_place(scores, rows, cols)
 
 
 class BlockedBiasedAttention(torch.autograd.Function):
@@ -71,7 +83,7 @@ class BlockedBiasedAttention(torch.autograd.Function):
             scores = _block_logits(qs, ks, qb, kb, scale, plan, rows, cols)
             row_max = scores.amax(dim=-1, keepdim=True)
             row_max = row_max.masked_fill(row_max == float("-inf"), 0.0)
-            weights = torch.exp(scores - row_max)
+            weights = scores.sub_(row_max).exp_()
             total = weights.sum(dim=-1, keepdim=True)
             out[:, :, :, rows.start : rows.stop] = torch.matmul(weights, vs[:, :, :, cols.start : cols.stop].float()) / total.clamp_min(1e-30)
             block_lse = (row_max + total.log()).squeeze(-1)
@@ -99,9 +111,9 @@ class BlockedBiasedAttention(torch.autograd.Function):
             if len(cols) == 0:
                 continue
             r, c = slice(rows.start, rows.stop), slice(cols.start, cols.stop)
-            probs = torch.exp(_block_logits(qs, ks, qb, kb, scale, plan, rows, cols) - lse[..., r, None])
+            probs = _block_logits(qs, ks, qb, kb, scale, plan, rows, cols).sub_(lse[..., r, None]).exp_()
             d_probs = torch.matmul(dos[:, :, :, r], vs[:, :, :, c].float().transpose(-1, -2))
-            d_scores = probs * (d_probs - delta[..., r, None])
+            d_scores = d_probs.sub_(delta[..., r, None]).mul_(probs)
             dv[:, :, c] += torch.matmul(probs.transpose(-1, -2), dos[:, :, :, r]).sum(2)
             dk[:, :, c] += torch.matmul(d_scores.transpose(-1, -2), qs[:, :, :, r].float()).sum(2) * scale
             dq[:, :, :, r] = torch.matmul(d_scores, ks[:, :, :, c].float()) * scale

@@ -1,0 +1,153 @@
+"""Forgetting attention (FoX) kernel: speed against PyTorch SDPA and fla, memory on CPU.
+
+On CUDA: forward and forward+backward times of our Triton kernel, PyTorch SDPA causal (no bias,
+the floor a biased kernel is measured against) and fla's ``parallel_forgetting_attn`` (when
+installed), bf16, with the ratio to SDPA from the same run. Targets: forward <= 1.3x SDPA,
+forward+backward <= 1.8x.
+
+Without CUDA: the Triton kernels are checked against the reference under the Triton interpreter
+at a tiny size, and the blocked CPU path is timed against the reference (full T x T matrix) with
+the peak extra memory of each, measured in a fresh child process. GPU numbers need CUDA.
+
+    python benchmarks/forgetting_attention.py                          # CUDA: T = 4k, 16k, 64k
+    python benchmarks/forgetting_attention.py --lengths 4096 --heads 16 --head-dim 64 --batch 4
+    python benchmarks/forgetting_attention.py --cpu-length 8192        # CPU: blocked vs reference
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import time
+
+import torch
+
+if not torch.cuda.is_available():
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported, for the CPU check
+
+from lm_eval_longmem.kernels.forgetting_attention import biased_attention, forgetting_attention  # noqa: E402
+
+
+def _inputs(batch, length, heads, head_dim, dtype, device, requires_grad=False, seed=0):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen).to(device=device, dtype=dtype).requires_grad_(requires_grad)
+
+    q, k, v = (rand(batch, length, heads, head_dim) for _ in range(3))
+    log_f = torch.nn.functional.logsigmoid(torch.randn(batch, length, heads, generator=gen) + 4.0).to(device)
+    return q, k, v, log_f.requires_grad_(requires_grad)
+
+
+def _candidates():
+    """name -> fn(q, k, v, log_f) over [B, T, H, D] tensors."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    found = {
+        "sdpa causal": lambda q, k, v, g: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True).transpose(1, 2),
+        "ours (triton)": lambda q, k, v, g: forgetting_attention(q, k, v, g, backend="triton"),
+    }
+    try:
+        from fla.ops.forgetting_attn import parallel_forgetting_attn
+
+        found["fla parallel"] = lambda q, k, v, g: parallel_forgetting_attn(q, k, v, g)
+    except ImportError:
+        pass
+    return found
+
+
+def _cuda_time_ms(fn, warmup=3, repeats=10):
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=warmup * 25, rep=repeats * 25)
+
+
+def run_cuda(args):
+    dtype = getattr(torch, args.dtype)
+    print(f"{'T':>7} {'kernel':>14} {'fwd ms':>9} {'x sdpa':>7} {'fwd+bwd ms':>11} {'x sdpa':>7}")
+    for length in args.lengths:
+        q, k, v, g = _inputs(args.batch, length, args.heads, args.head_dim, dtype, "cuda", requires_grad=True)
+        grad = torch.randn_like(q)
+        rows = {}
+        for name, fn in _candidates().items():
+            forward = lambda fn=fn: fn(q, k, v, g)  # noqa: E731
+            both = lambda fn=fn: torch.autograd.backward(fn(q, k, v, g), grad)  # noqa: E731
+            with torch.no_grad():
+                fwd_ms = _cuda_time_ms(forward)
+            rows[name] = (fwd_ms, _cuda_time_ms(both))
+        base = rows["sdpa causal"]
+        for name, (fwd_ms, both_ms) in rows.items():
+            print(f"{length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}")
+
+
+def interpreter_check():
+    """Tiny Triton-vs-reference check through the interpreter (kernels on CPU tensors)."""
+    q, k, v, g = _inputs(2, 48, 4, 32, torch.float32, "cpu", requires_grad=True)
+    errors = []
+    outputs = {}
+    for backend in ("triton", "reference"):
+        out = forgetting_attention(q, k, v, g, backend=backend)
+        outputs[backend] = [out] + list(torch.autograd.grad(out.square().sum(), [q, k, v, g]))
+    for name, a, b in zip(("out", "dq", "dk", "dv", "dlogf"), outputs["triton"], outputs["reference"]):
+        errors.append(f"{name} {(a - b).abs().max().item():.1e}")
+    print("triton (interpreter) vs reference, max abs error:", ", ".join(errors))
+
+
+def _child_measure(backend, length, heads, head_dim, with_backward, queue):
+    q, k, v, g = _inputs(1, length, heads, head_dim, torch.float32, "cpu", requires_grad=with_backward)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    with torch.set_grad_enabled(with_backward):
+        out = forgetting_attention(q, k, v, g, backend=backend)
+        if with_backward:
+            out.sum().backward()
+    seconds = time.perf_counter() - start
+    queue.put((seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024))
+
+
+def measure_cpu(backend, length, heads, head_dim, with_backward):
+    """(seconds, peak extra bytes) of one call, in a fresh process so peaks do not mix."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_child_measure, args=(backend, length, heads, head_dim, with_backward, queue))
+    child.start()
+    result = queue.get()
+    child.join()
+    return result
+
+
+def run_cpu(args):
+    print("No CUDA: GPU timings need a CUDA device.")
+    try:
+        interpreter_check()
+    except ImportError:
+        print("triton not installed: interpreter check skipped")
+    for with_backward in (False, True):
+        label = "forward+backward" if with_backward else "forward"
+        results = {b: measure_cpu(b, args.cpu_length, args.heads, args.head_dim, with_backward) for b in ("blocked", "reference")}
+        (t_b, m_b), (t_r, m_r) = results["blocked"], results["reference"]
+        print(
+            f"CPU {label}, B=1 H={args.heads} D={args.head_dim} T={args.cpu_length} fp32: blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, "
+            f"reference {t_r:.2f} s / {m_r / 2**20:.0f} MiB; time ratio {t_b / t_r:.2f}, memory ratio {m_b / max(m_r, 1):.3f}"
+        )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384, 65536])
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--heads", type=int, default=None, help="default 16 on CUDA, 9 on CPU")
+    parser.add_argument("--head-dim", type=int, default=None, help="default 128 on CUDA, 64 on CPU")
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    parser.add_argument("--cpu-length", type=int, default=2048)
+    args = parser.parse_args()
+    cuda = torch.cuda.is_available()
+    args.heads = args.heads or (16 if cuda else 9)
+    args.head_dim = args.head_dim or (128 if cuda else 64)
+    run_cuda(args) if cuda else run_cpu(args)
+
+
+if __name__ == "__main__":
+    main()
