@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 from .triton_common import LOG2E, block_configs
-from .triton_forward import key_range
+from .triton_forward import key_range, load_key_lo
 
 
 @triton.jit
@@ -86,10 +86,7 @@ def biased_attention_dq_kernel(
     stats = batch_head.to(tl.int64) * num_queries + rows
     lse = tl.load(LSE + stats, mask=row_ok, other=float("inf"))
     delta = tl.load(DELTA + stats, mask=row_ok, other=0.0)
-    if HAS_WINDOW:
-        key_lo = tl.load(KEY_LO + b * num_queries + rows, mask=row_ok, other=num_keys)
-    else:
-        key_lo = tl.zeros([BLOCK_M], dtype=tl.int32)
+    key_lo = load_key_lo(KEY_LO + b * num_queries, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
     k_base = K + b * stride_kb + kv_head * stride_kh
     v_base = V + b * stride_vb + kv_head * stride_vh
     kb_base = KB + b * stride_kbb + head
@@ -125,10 +122,7 @@ def _dkdv_query_block(
     delta = tl.load(delta_base + rows, mask=row_ok, other=0.0)
     scores = tl.dot(q, tl.trans(k)) * scale_log2 + q_bias[:, None] - k_bias[None, :]
     if MASKED:
-        if HAS_WINDOW:
-            key_lo = tl.load(key_lo_base + rows, mask=row_ok, other=num_keys)
-        else:
-            key_lo = tl.zeros([BLOCK_M], dtype=tl.int32)
+        key_lo = load_key_lo(key_lo_base, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
         scores = tl.where(_visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW), scores, float("-inf"))
     probs = tl.math.exp2(scores - lse[:, None])
     dv += tl.dot(tl.trans(probs.to(grad_out.dtype)), grad_out)

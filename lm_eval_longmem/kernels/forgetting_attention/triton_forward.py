@@ -43,6 +43,16 @@ def _attend_key_block(
 
 
 @triton.jit
+def load_key_lo(key_lo_row, rows, row_ok, num_keys, BLOCK_M: tl.constexpr, HAS_WINDOW: tl.constexpr):
+    """Lowest visible key per query row (0 without a window; ``num_keys`` for rows past the end)."""
+    if HAS_WINDOW:
+        key_lo = tl.load(key_lo_row + rows, mask=row_ok, other=num_keys)
+    else:
+        key_lo = tl.zeros([BLOCK_M], dtype=tl.int32)
+    return key_lo
+
+
+@triton.jit
 def key_range(first_row, num_rows, num_queries, num_keys, key_lo, BLOCK_N: tl.constexpr, HAS_WINDOW: tl.constexpr):
     """``(start, unmasked_stop, stop)`` of the key loop of one query block (multiples of BLOCK_N
     except ``stop``): keys in ``[start, unmasked_stop)`` are visible to every row of the block."""
@@ -83,10 +93,7 @@ def biased_attention_forward_kernel(
 
     q = tl.load(Q + b * stride_qb + head * stride_qh + rows[:, None] * stride_qt + dims[None, :], mask=row_ok[:, None], other=0.0)
     q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0) * LOG2E
-    if HAS_WINDOW:
-        key_lo = tl.load(KEY_LO + b * num_queries + rows, mask=row_ok, other=num_keys)
-    else:
-        key_lo = tl.zeros([BLOCK_M], dtype=tl.int32)
+    key_lo = load_key_lo(KEY_LO + b * num_queries, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
     k_base = K + b * stride_kb + kv_head * stride_kh
     v_base = V + b * stride_vb + kv_head * stride_vh
     kb_base = KB + b * stride_kbb + head
