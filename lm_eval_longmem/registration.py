@@ -92,6 +92,12 @@ def register_tasks(manager_module=None) -> bool:
 def register_all() -> None:
     register_model()
     register_tasks()
+    register_architectures()
+
+
+def register_architectures() -> None:
+    """Model architectures of our own (FoX) with transformers' Auto classes (idempotent)."""
+    import lm_eval_longmem.models.fox  # noqa: F401  (registers on import)
 
 
 def is_registered() -> bool:

@@ -29,3 +29,28 @@ def json_tokenizer(directory: Path):
 
     vocab_file, merges_file = write_byte_level_bpe(directory)
     return JSONGPT2Tokenizer(vocab=str(vocab_file), merges=str(merges_file))
+
+
+# Pro switches on: output gate, output norm, QK-norm, KV-shift (as the released fox-pro).
+PRO_SWITCHES = dict(use_output_gate=True, use_output_norm=True, qk_norm=True, use_k_shift=True, use_v_shift=True)
+
+
+def build_tiny_fox(directory: Path, seed: int = 0, **overrides) -> Path:
+    """A 2-layer FoX (Pro switches on, random weights) with the released models' tokenizer
+    convention (JSON-escaped byte-level BPE, BOS = <|endoftext|>), saved like a checkpoint."""
+    import torch
+
+    from lm_eval_longmem.models.fox import ForgettingTransformerConfig, ForgettingTransformerForCausalLM
+
+    tokenizer = json_tokenizer(directory / "bpe")
+    end = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    settings = dict(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_heads=4, hidden_ratio=2,
+        max_position_embeddings=512, bos_token_id=end, eos_token_id=end, fgate_type="full", **PRO_SWITCHES,
+    )
+    settings.update(overrides)
+    torch.manual_seed(seed)
+    model = ForgettingTransformerForCausalLM(ForgettingTransformerConfig(**settings))
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -7,7 +7,7 @@ both official model types with the Auto classes (`register_fox`).
 
 from __future__ import annotations
 
-from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
 from .cache_fox import ForgettingAttentionCacheLayer, ForgettingTransformerCache, as_fox_cache
 from .configuration_fox import (
@@ -17,6 +17,7 @@ from .configuration_fox import (
     TransformerBaselineConfig,
     is_fox_config,
 )
+from .json_gpt2_tokenizer import JSONGPT2Tokenizer
 from .modeling_fox import (
     ForgettingTransformerForCausalLM,
     ForgettingTransformerModel,
@@ -26,7 +27,9 @@ from .modeling_fox import (
 
 
 def register_fox() -> None:
-    """Register both official model types with AutoConfig/AutoModel/AutoModelForCausalLM.
+    """Register both official model types with AutoConfig/AutoModel/AutoModelForCausalLM, and
+    the released checkpoints' tokenizer class (`JSONGPT2Tokenizer`, found by the name their
+    tokenizer_config.json records) with AutoTokenizer.
 
     Idempotent; takes over the names if the official package registered its own classes first
     (these load the same checkpoints).
@@ -39,6 +42,7 @@ def register_fox() -> None:
         AutoConfig.register(config_class.model_type, config_class, exist_ok=True)
         AutoModel.register(config_class, model_class, exist_ok=True)
         AutoModelForCausalLM.register(config_class, causal_lm_class, exist_ok=True)
+        AutoTokenizer.register(config_class, tokenizer_class=JSONGPT2Tokenizer, exist_ok=True)
 
 
 register_fox()
@@ -51,6 +55,7 @@ __all__ = [
     "ForgettingTransformerConfig",
     "ForgettingTransformerForCausalLM",
     "ForgettingTransformerModel",
+    "JSONGPT2Tokenizer",
     "TransformerBaselineConfig",
     "TransformerBaselineForCausalLM",
     "TransformerBaselineModel",

@@ -2,18 +2,20 @@
 
 FoX is an architecture, not a patch: its forget gate is part of the trained weights. So
 `method=fox` selects a FoX checkpoint (and is picked by itself for one), and methods that
-patch another architecture's attention, RoPE or cache do not apply to it. Kept free of
-torch and transformers imports: the wrapper and the tasks ask before any model is built.
+patch another architecture's attention, RoPE or cache do not apply to it. The wrapper and
+the tasks ask before any model is built; configs may be objects or config.json dicts.
 """
 
 from __future__ import annotations
 
-# model_type of the official code's FoX (all fgate types, LLaMA and Pro, and the Pro
-# Transformer baseline, which is FoX with fgate_type="none" and RoPE) and of its separate
-# Transformer (LLaMA) baseline class.
-FOX_MODEL_TYPE = "forgetting_transformer-project_fox"
-TRANSFORMER_BASELINE_MODEL_TYPE = "transformer-project_fox"
-FOX_FAMILY_MODEL_TYPES = frozenset({FOX_MODEL_TYPE, TRANSFORMER_BASELINE_MODEL_TYPE})
+from lm_eval_longmem.models.fox.configuration_fox import (
+    FOX_MODEL_TYPES,
+    ForgettingTransformerConfig,
+    TransformerBaselineConfig,
+)
+
+FOX_MODEL_TYPE = ForgettingTransformerConfig.model_type
+TRANSFORMER_BASELINE_MODEL_TYPE = TransformerBaselineConfig.model_type
 
 OFFICIAL_CHECKPOINTS = tuple(
     f"zhixuan-lin/{name}-760m-longcrawl64-48b" for name in ("fox-pro", "transformer-pro", "fox-llama", "transformer-llama")
@@ -34,7 +36,7 @@ def model_type_of(config) -> str | None:
 
 
 def is_fox_family(config) -> bool:
-    return model_type_of(config) in FOX_FAMILY_MODEL_TYPES
+    return model_type_of(config) in FOX_MODEL_TYPES
 
 
 def how_to_get_a_fox_checkpoint() -> str:
