@@ -71,3 +71,18 @@ def test_longlora_exports_adapter_extras_and_a_merged_model(tiny_model_dir, corp
         assert torch.allclose(rebuilt(ids).logits, merged(ids).logits, atol=1e-5)
         original = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
         assert not torch.allclose(original.model.embed_tokens.weight, merged.model.embed_tokens.weight)
+
+
+def test_fox_and_matched_transformer_from_scratch(tiny_model_dir, corpus_file, tmp_path):
+    exports = {}
+    for name in ("tiny-fox", "tiny-transformer"):
+        summary = run_recipe(name, tiny_model_dir, corpus_file, tmp_path / name, max_steps=2, micro_batch_size=2,
+                             grad_accum_steps=1, **{"model_config.max_position_embeddings": 128})
+        exports[name] = Path(summary["export"])
+    types = {n: json.loads((d / "config.json").read_text())["model_type"] for n, d in exports.items()}
+    assert types == {"tiny-fox": "forgetting_transformer-project_fox", "tiny-transformer": "transformer-project_fox"}
+    sizes = {n: (d / "model.safetensors").stat().st_size for n, d in exports.items()}
+    assert abs(sizes["tiny-fox"] - sizes["tiny-transformer"]) / sizes["tiny-fox"] < 0.02  # matched size
+    results = lm_eval(f"pretrained={exports['tiny-fox']}", corpus_file, tmp_path / "eval")
+    assert results["config"]["longmem_method"] == "fox"
+    assert "copy_acc@40,none" in results["results"]["forgetting_curve"]

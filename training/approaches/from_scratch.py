@@ -1,0 +1,50 @@
+"""`from_scratch`: a new model from a config (FoX and the Transformer of matched size, as the FoX
+paper compares them), randomly initialized with the recipe's seed.
+
+`model_config` holds the whole architecture with its `model_type`; the FoX types are registered
+by importing `lm_eval_longmem.models.fox`. The tokenizer is the recipe's (default: the embedded
+SmolLM2's), and the vocabulary and special tokens follow it. As in the FoX paper, weight decay
+skips norms and biases (every parameter with fewer than two dimensions)."""
+
+from __future__ import annotations
+
+from lm_eval_longmem_training.approaches.base import (
+    Approach, TrainableModel, base_model_source, build_method, load_tokenizer,
+)
+from lm_eval_longmem_training.errors import TrainingError
+
+
+class FromScratch(Approach):
+    name = "from_scratch"
+
+    def build(self, recipe):
+        import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        fields = dict(recipe.model_config)
+        model_type = fields.pop("model_type", None)
+        if not model_type:
+            raise TrainingError("approach=from_scratch needs model_config.model_type (and the architecture's fields).")
+        tokenizer = load_tokenizer(recipe, base_model_source(recipe))
+        fields.setdefault("vocab_size", len(tokenizer))
+        fields.setdefault("max_position_embeddings", recipe.seq_len)
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            fields.setdefault(name, getattr(tokenizer, name))
+        try:
+            config = AutoConfig.for_model(model_type, **fields)
+        except (ValueError, TypeError) as err:
+            raise TrainingError(f"model_config: {err}") from None
+        model = AutoModelForCausalLM.from_config(config, dtype="float32")
+        return TrainableModel(model=model, tokenizer=tokenizer, method=build_method(recipe))
+
+    def param_groups(self, trainable, recipe):
+        params = [(n, p) for n, p in trainable.model.named_parameters() if p.requires_grad]
+        decayed = [p for _, p in params if p.ndim >= 2]
+        kept = [p for _, p in params if p.ndim < 2]
+        return [
+            {"params": decayed, "lr": recipe.lr, "weight_decay": recipe.weight_decay},
+            {"params": kept, "lr": recipe.lr, "weight_decay": 0.0},
+        ]
+
+
+APPROACH = FromScratch()
