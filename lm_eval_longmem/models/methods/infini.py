@@ -1,0 +1,116 @@
+"""`infini`: Infini-attention (Munkhdalai et al. 2024), segment-level recurrence with a compressive memory.
+
+Each layer attends causally inside segments of `segment_length` tokens, reads a float32
+associative memory of all earlier segments with its pre-RoPE queries, and mixes the two with a
+learned gate per head; segments are then folded into the memory (`update`: linear or delta).
+The machinery is `models/compressive_memory/`; this file declares the arguments and hooks it in.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lm_eval_longmem.models.methods.base import LongMemMethod
+
+logger = logging.getLogger(__name__)
+
+WHO = "method=infini (Infini-attention)"
+# The wrapper needs a number for "any length": the longest input the paper evaluates (1M-token
+# passkey). Memory does not grow with it; `max_length=N` in --model_args sets another.
+UNBOUNDED_INPUT_LENGTH = 1 << 20
+
+
+@dataclass(frozen=True)
+class InfiniArgs:
+    segment_length: int = field(
+        default=2048, metadata={"help": "tokens per segment N: local attention inside it, memory across segments (paper: 2048)"}
+    )
+    update: Literal["linear", "delta"] = field(
+        default="linear", metadata={"help": "memory update: linear (eq. 4) or delta (eq. 5, Linear + Delta); the paper reports both"}
+    )
+    beta_init: float = field(
+        default=-4.0,
+        metadata={"help": "initial gate logit of every head when the model has no trained gates; sigmoid(-4) = 0.018 "
+                          "keeps an untrained model near its base (the paper does not say; 0 gives 0.5)"},
+    )
+
+    def __post_init__(self):
+        if self.segment_length < 1:
+            raise ValueError(f"segment_length must be a positive number of tokens, got {self.segment_length}")
+
+
+class Infini(LongMemMethod):
+    name = "infini"
+    summary = "Infini-attention: local attention per segment + a compressive memory of past segments, gated per head"
+    Args = InfiniArgs
+
+    def prepare_config(self, config) -> None:
+        self._check_segment_fits(config)
+
+    def prepare_model(self, model):
+        from lm_eval_longmem.models.compressive_memory import load_gates
+        from lm_eval_longmem.models.compressive_memory.checkpoint import GATES_FILE, IncompleteCheckpointError
+        from lm_eval_longmem.models.llama_decoder import Decoder
+
+        decoder = Decoder(model, WHO)  # refuses unsupported architectures now, not mid-evaluation
+        self._check_segment_fits(model.config)
+        _, trained = load_gates(model, self.args.beta_init, decoder.num_layers, decoder.num_heads)
+        if trained:
+            return model
+        if getattr(model.config, "longmem_method", None) == self.name:
+            raise IncompleteCheckpointError(
+                f"{model.name_or_path} records method=infini but has no {GATES_FILE}: the checkpoint is incomplete "
+                "(write it with lm_eval_longmem.models.compressive_memory.save_infini_checkpoint)."
+            )
+        logger.warning(
+            "%s: this model was never trained with Infini-attention; its gates are untrained (sigmoid(beta_init=%g) = "
+            "%.3f for every head), so the memory is mixed in with a fixed small weight. Results measure the untrained "
+            "mechanism, not a trained Infini-Transformer.", WHO, self.args.beta_init, _sigmoid(self.args.beta_init),
+        )
+        return model
+
+    def context_length(self, base_length: int) -> int:
+        """Any length: memory stays bounded by the segment, so nothing longer than the base
+        context is refused."""
+        return max(base_length, UNBOUNDED_INPUT_LENGTH)
+
+    def make_scorer(self, model):
+        from lm_eval_longmem.models.compressive_memory import InfiniScorer
+
+        return InfiniScorer(self._sequence_factory(model))
+
+    def make_generator(self, model, tokenizer):
+        from lm_eval_longmem.models.compressive_memory import InfiniGenerator
+
+        return InfiniGenerator(self._sequence_factory(model), tokenizer)
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _sequence_factory(self, model):
+        from lm_eval_longmem.models.compressive_memory import SegmentRecurrence
+        from lm_eval_longmem.models.compressive_memory.checkpoint import gates_of
+        from lm_eval_longmem.models.llama_decoder import Decoder
+
+        if gates_of(model) is None:
+            self.prepare_model(model)
+        decoder, gates = Decoder(model, WHO), gates_of(model)
+        return lambda: SegmentRecurrence(decoder, gates, self.args.segment_length, self.args.update)
+
+    def _check_segment_fits(self, config) -> None:
+        from lm_eval_longmem.models.context_length import training_length
+        from lm_eval_longmem.models.methods.arguments import MethodArgumentError
+
+        base = training_length(config)
+        if self.args.segment_length > base:
+            raise MethodArgumentError(
+                f"method=infini: segment_length={self.args.segment_length} is longer than the base model's context "
+                f"({base} tokens): local attention inside a segment would use positions the model never saw. "
+                f"Use segment_length <= {base} (the paper: 2048)."
+            )
+
+
+def _sigmoid(x: float) -> float:
+    import math
+
+    return 1.0 / (1.0 + math.exp(-x))
