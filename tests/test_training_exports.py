@@ -86,3 +86,20 @@ def test_fox_and_matched_transformer_from_scratch(tiny_model_dir, corpus_file, t
     results = lm_eval(f"pretrained={exports['tiny-fox']}", corpus_file, tmp_path / "eval")
     assert results["config"]["longmem_method"] == "fox"
     assert "copy_acc@40,none" in results["results"]["forgetting_curve"]
+
+
+def test_infini_gates_learn_then_the_passkey_finetune_and_lm_eval(tiny_model_dir, corpus_file, tmp_path):
+    from lm_eval_longmem.models.compressive_memory.checkpoint import read_gates
+
+    segment = {"method_args.segment_length": 16}
+    first = run_recipe("tiny-infini", tiny_model_dir, corpus_file, tmp_path / "pretrain", max_steps=2, **segment)
+    gates = read_gates(first["export"])
+    assert gates.shape == (2, 4) and gates.abs().max() > 1e-3  # moved from beta_init 0 at gate_lr 0.01
+    config = json.loads((Path(first["export"]) / "config.json").read_text())
+    assert config["longmem_method"] == "infini" and config["longmem_method_args"]["segment_length"] == 16
+    assert config["longmem_training"]["recipe"] == "tiny-infini"
+    second = run_recipe("tiny-infini-passkey", first["export"], "passkey", tmp_path / "passkey", max_steps=2, **segment)
+    assert not torch.equal(read_gates(second["export"]), gates)
+    results = lm_eval(f"pretrained={second['export']}", corpus_file, tmp_path / "eval")
+    assert results["config"]["longmem_method"] == "infini"
+    assert results["config"]["longmem_method_args"]["segment_length"] == 16

@@ -11,7 +11,8 @@ from lm_eval_longmem_training.recipe_loading import load_recipe, shipped_recipes
 
 def test_every_shipped_recipe_loads_with_the_papers_settings():
     names = set(shipped_recipes())
-    assert {"pi", "ntk", "yarn", "longlora", "tiny-pi", "tiny-ntk", "tiny-yarn", "tiny-longlora"} <= names
+    assert {"pi", "ntk", "yarn", "longlora", "fox", "transformer", "infini", "infini-passkey"} <= names
+    assert {f"tiny-{name}" for name in names if not name.startswith("tiny-")} <= names
     for name in names:
         recipe = load_recipe(name)
         assert recipe.name == name and recipe.output_dir.endswith(name)

@@ -48,7 +48,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         trainable = approach.build(recipe)
         chunks = load_chunks(recipe, trainable.tokenizer, accelerator.num_processes)
     model = trainable.model
-    model.config.use_cache = False
+    set_use_cache(model, False)
     if recipe.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = make_optimizer(approach.param_groups(trainable, recipe), recipe)
@@ -108,9 +108,16 @@ def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step
     return accelerator.reduce(total, reduction="mean").item()
 
 
+def set_use_cache(model, value: bool) -> None:
+    """The KV cache is useless in training; the export should generate with it."""
+    config = getattr(model, "config", None)
+    if config is not None:
+        config.use_cache = value
+
+
 def load_chunks(recipe: Recipe, tokenizer, num_processes: int):
     source = open_text_source(recipe.data, config=recipe.data_config, split=recipe.data_split,
-                              text_column=recipe.text_column)
+                              text_column=recipe.text_column, seed=recipe.seed, seq_len=recipe.seq_len)
     needed = recipe.max_steps * recipe.micro_batch_size * recipe.grad_accum_steps * num_processes * recipe.seq_len
     return packed_chunks(source, tokenizer, recipe.seq_len, max_tokens=recipe.data_max_tokens or needed)
 
@@ -145,7 +152,7 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
             "base_model": recipe.model, "data": recipe.data, "seq_len": recipe.seq_len,
             "steps": progress.step, "tokens": progress.tokens, "recipe_values": json.loads(json.dumps(to_plain(recipe))),
         }
-        unwrapped.config.use_cache = True
+        set_use_cache(unwrapped, True)
         approach.export(trainable, unwrapped, directory, run_record)
         accelerator.print(f"Exported to {directory}: lm_eval --model longmem --model_args pretrained={directory} ...")
     accelerator.wait_for_everyone()

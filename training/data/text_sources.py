@@ -1,6 +1,8 @@
 """Where training text comes from: the plugin's corpora (embedded Shakespeare, PG-19, local files)
-or any `datasets` Hub id, streamed so that only the tokens a run needs are read. Offline, a Hub id
-not in the local cache fails at once with the fix (lm_eval_longmem.hub)."""
+any `datasets` Hub id, streamed so that only the tokens a run needs are read, or `passkey`:
+synthetic passkey-retrieval documents (the task's prompt followed by the answer), for the
+Infini-attention paper's passkey fine-tune. Offline, a Hub id not in the local cache fails at
+once with the fix (lm_eval_longmem.hub)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ class TextSource:
     streamed: bool  # read lazily: stop once enough tokens are in
 
 
-def open_text_source(data: str, *, config: str = "", split: str = "train", text_column: str = "text") -> TextSource:
+PASSKEY = "passkey"
+CHARACTERS_PER_TOKEN = 4  # the passkey filler's rough ratio: documents of about seq_len tokens
+
+
+def open_text_source(data: str, *, config: str = "", split: str = "train", text_column: str = "text",
+                     seed: int = 0, seq_len: int = 4096) -> TextSource:
+    if data == PASSKEY:
+        chars = seq_len * CHARACTERS_PER_TOKEN
+        return TextSource(f"passkey:{seed}:{chars}", passkey_documents(seed, chars), streamed=True)
     if data in CORPUS_NAMES or os.path.exists(os.path.expanduser(data)):
         try:
             corpus = load_corpus(data)
@@ -49,3 +59,16 @@ def hub_documents(data: str, config: str, split: str, text_column: str) -> Itera
     if table.column_names is not None and text_column not in table.column_names:
         raise TrainingError(f"data={data}: no column {text_column!r} (it has {table.column_names}); set text_column=.")
     return (row[text_column] for row in table)
+
+
+def passkey_documents(seed: int, num_chars: int) -> Iterable[str]:
+    """Endless passkey prompts with their answers: random keys at random depths (seeded)."""
+    import random
+
+    from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE
+    from lm_eval_longmem.tasks.passkey.protocol import prompt_for_characters
+
+    rng = random.Random(seed)
+    while True:
+        key = rng.randint(*KEY_RANGE)
+        yield f"{prompt_for_characters(num_chars, rng.randint(0, 100), key)} {key}."
