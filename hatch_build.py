@@ -4,6 +4,8 @@
 and tasks is a `.pth` line (and, for Python >= 3.15, the PEP 829 `.start` file that
 replaces it). Both must land beside the package, in site-packages itself, for regular
 and editable installs alike — hatchling's `force-include` only covers the former.
+Editable installs also get a stub `lm_eval_longmem_training` package whose search path is the
+`training/` folder (wheels force-include the folder under that name; pyproject.toml).
 """
 
 import os
