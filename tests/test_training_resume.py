@@ -2,6 +2,7 @@
 loss trajectory bit for bit on the CPU; a changed recipe is refused and nothing is lost."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,18 +18,28 @@ from lm_eval_longmem_training.progress import read_metrics
 
 def test_stopped_and_resumed_equals_uninterrupted(tiny_model_dir, corpus_file, tmp_path):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    run_recipe("tiny-yarn", tiny_model_dir, corpus_file, whole, max_steps=6, save_every=3)
-    stopped = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3, stop_after_steps=4)
+    run_recipe("tiny-yarn", tiny_model_dir, corpus_file, whole, max_steps=6, save_every=3, ema_decay=0.5)
+    stopped = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3, ema_decay=0.5,
+                         stop_after_steps=4)
     assert stopped["steps"] == 4 and "export" not in stopped
     with (parts / "metrics.jsonl").open("a") as log:  # as if killed after logging a step past the checkpoint
         log.write(json.dumps({"step": 5, "loss": 0.0}) + "\n")
-    resumed = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3)
+    resumed = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3, ema_decay=0.5)
     assert resumed["steps"] == 6
     losses = [m["loss"] for m in read_metrics(whole)]
     assert [m["loss"] for m in read_metrics(parts)] == losses and len(losses) == 6
     assert [m["step"] for m in read_metrics(parts)] == list(range(1, 7))
     a, b = (load_file(str(d / "export" / "model.safetensors")) for d in (whole, parts))
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # the exported weight average too
+
+
+def test_the_export_holds_the_weight_average(tiny_model_dir, corpus_file, tmp_path):
+    plain = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "plain", max_steps=3)
+    frozen = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "ema", max_steps=3, ema_decay=1.0)
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    a, b = (load_file(str(Path(s["export"]) / "model.safetensors")) for s in (plain, frozen))
+    assert all(torch.equal(b[k], base[k]) for k in base)  # decay 1: the average never moves
+    assert not all(torch.equal(a[k], base[k]) for k in base)
 
 
 def test_resuming_with_another_recipe_is_refused_and_keeps_the_checkpoint(tiny_model_dir, corpus_file, tmp_path):

@@ -26,6 +26,7 @@ from lm_eval_longmem_training.data.text_sources import open_text_source
 from lm_eval_longmem_training.optimization import make_optimizer, make_scheduler, mixed_precision_for
 from lm_eval_longmem_training.progress import METRICS_FILE, TrainingLog
 from lm_eval_longmem_training.recipe import Recipe, to_plain
+from lm_eval_longmem_training.weight_average import WeightAverage
 
 EXPORT = "export"
 
@@ -56,6 +57,9 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     model, optimizer = accelerator.prepare(model, optimizer)
     progress = RunProgress()
     accelerator.register_for_checkpointing(scheduler, progress)
+    average = WeightAverage(accelerator.unwrap_model(model), recipe.ema_decay) if recipe.ema_decay else None
+    if average is not None:
+        accelerator.register_for_checkpointing(average)
     if resume_from is not None:
         accelerator.load_state(str(resume_from))
         accelerator.print(f"Resumed from {resume_from} at step {progress.step}.")
@@ -71,6 +75,8 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     first_step = progress.step
     while progress.step < last_step:
         loss = train_step(accelerator, model, optimizer, scheduler, order, progress.step, recipe)
+        if average is not None:
+            average.update(accelerator.unwrap_model(model))
         progress.step += 1
         progress.tokens += tokens_per_step
         log.step(progress.step, loss, scheduler.get_last_lr()[0], tokens_per_step, progress.tokens,
@@ -85,6 +91,8 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         save_checkpoint(accelerator, output_dir, recipe, progress)
         accelerator.print(f"Stopped at step {progress.step} (stop_after_steps); resume with the same command.")
     elif recipe.export:
+        if average is not None:
+            average.copy_to(accelerator.unwrap_model(model))
         summary["export"] = str(export_run(accelerator, approach, trainable, model, recipe, recipe_source, progress))
     accelerator.end_training()
     return summary

@@ -59,6 +59,8 @@ class Recipe:
     adam_beta2: float = key(0.95, "AdamW beta2", "optimization")
     adam_eps: float = key(1e-8, "AdamW epsilon", "optimization")
     max_grad_norm: float = key(1.0, "gradient clipping norm (0: off)", "optimization")
+    ema_decay: float = key(0.0, "keep an exponential moving average of the weights with this decay and export "
+                                "it (0: off; the controlled study used one, decay not stated)", "optimization")
     seed: int = key(42, "seed of initialization, data order and dropout", "optimization")
     gradient_checkpointing: bool = key(False, "recompute activations in the backward pass (less memory)", "optimization")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = key(
