@@ -15,6 +15,7 @@ from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import MethodArgumentError, build_method
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+from tiny_models import tiny_of_family, token_ids
 
 METHODS = ("statedclm", "streamingllm", "longcache")
 SMALL = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
@@ -33,9 +34,6 @@ def on_device(model, device):
     """The module-scoped model itself on the CPU, a copy elsewhere (`.to` would move the shared one)."""
     return model if device == "cpu" else copy.deepcopy(model).to(device)
 
-
-def token_ids(n, seed=0, vocab=60):
-    return torch.randint(4, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
 def runner_for(model, name, **args):
@@ -75,19 +73,10 @@ def test_generation_stops_at_a_stop_token(tiny):
     assert stopped == free[: free.index(free[3]) + 1]
 
 
-def tiny_of(config_cls, **extra):
-    torch.manual_seed(0)
-    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, max_position_embeddings=128, **extra)
-    return AutoModelForCausalLM.from_config(config).eval()
-
 
 @pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3"])
 def test_other_llama_family_models_match_vanilla(family):
-    from transformers import MistralConfig, Qwen2Config, Qwen3Config
-
-    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[family]
-    model = tiny_of(config_cls, **({"head_dim": 8} if family == "qwen3" else {}))
+    model = tiny_of_family(family)
     ids = token_ids(50, seed=5)
     runner = runner_for(model, "statedclm", max_context_length=100, chunk_size=16, sink_length=4)
     with torch.no_grad():

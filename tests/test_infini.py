@@ -22,12 +22,10 @@ from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.methods import MethodArgumentError, build_method
 from lm_eval_longmem.models.scoring import ScoredSpan
+from tiny_models import tiny_of_family, token_ids
 
 SEGMENT = 16
 
-
-def token_ids(n, seed=0, vocab=60):
-    return torch.randint(4, vocab, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
 @pytest.fixture(scope="module")
@@ -194,19 +192,10 @@ def test_scorer_and_generator_agree(tiny):
     assert scored[1] and scored.num_correct == len(generated)
 
 
-def tiny_of(config_cls, **extra):
-    torch.manual_seed(0)
-    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, max_position_embeddings=128, **extra)
-    return AutoModelForCausalLM.from_config(config).eval()
-
 
 @pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3"])
 def test_other_llama_family_models(family):
-    from transformers import MistralConfig, Qwen2Config, Qwen3Config
-
-    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[family]
-    model = tiny_of(config_cls, **({"head_dim": 8} if family == "qwen3" else {}))
+    model = tiny_of_family(family)
     ids = token_ids(3 * SEGMENT, seed=7)
     rec = recurrence(model)
     ours = logits_of(rec, ids)
@@ -289,3 +278,20 @@ def test_non_llama_models_are_refused():
     model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32))
     with pytest.raises(UnsupportedArchitectureError, match=r"method=infini \(Infini-attention\) run Llama-family"):
         build_method("infini", {"segment_length": 16}).prepare_model(model)
+
+
+def test_gradients_reach_the_gates_and_flow_through_the_memory():
+    """Training runs the same loop with gradients: the second segment's output depends on the
+    first segment only through the memory, and its gradient reaches that memory and the gates."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    model = LlamaForCausalLM(config)
+    rec = recurrence(model)
+    ids = token_ids(2 * SEGMENT, seed=9)
+    rec.feed(ids[:SEGMENT])
+    first = rec.memories[0]
+    assert first.matrix.requires_grad  # built from the first segment's keys and values, not detached
+    second = rec.decoder.logits(rec.feed(ids[SEGMENT:]))
+    grads = torch.autograd.grad(second.sum(), [first.matrix, first.normalizer, gates_of(model).beta])
+    assert all(g.abs().sum() > 0 for g in grads)

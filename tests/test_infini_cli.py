@@ -36,7 +36,7 @@ def test_passkey_generation_segment_by_segment(tiny_model_dir, tmp_path):
          "--output_path", str(out), "--log_samples"]
     )
     results = results_of(out)
-    assert results["results"]["longmem_passkey"]["grid,none"]["num_samples"] == [[1, 1]]
+    assert results["results"]["longmem_passkey"]["grid,none"]["num_samples"] == [[1], [1]]  # depths x lengths
     (samples_file,) = out.rglob("samples_longmem_passkey_*.jsonl")
     assert len(samples_file.read_text().splitlines()) == 2
     assert results["config"]["longmem_method"] == "infini"

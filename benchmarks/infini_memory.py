@@ -1,0 +1,219 @@
+"""Infini-attention vs full attention: peak memory and decode time at a short and a long input.
+
+For each input length, each method prefills the input (Infini: segment by segment into its
+memory; full attention: one forward filling a KV cache, logits of the last token only) and then
+decodes `--decode-tokens` tokens greedily. Reported per (method, length):
+
+* peak memory above the loaded model (resident set high-water mark on the CPU, reset before
+  the run through /proc/self/clear_refs; `torch.cuda.max_memory_allocated` on a GPU);
+* decode time per token (prefill not timed): the median over the decoded tokens, so that a
+  busy machine's stalls do not decide the ratio.
+
+Every measurement runs in a fresh subprocess so that one run's freed-but-cached memory does not
+hide the next one's peak. Targets: Infini's peak memory flat within +-5% and its per-token decode
+time at the long length <= 1.2x the short one; full attention grows with the input.
+
+The CPU default is a small random Llama (4 layers, hidden 256, 8 query / 2 key-value heads,
+SmolLM2's vocabulary) so that full attention at 32k finishes in minutes on 2 cores;
+`--model smollm2` uses the embedded SmolLM2-135M instead.
+
+    nice -n 5 python benchmarks/infini_memory.py                              # 4k vs 32k, segment 2048
+    nice -n 5 python benchmarks/infini_memory.py --lengths 8192 65536 --model smollm2 --device cuda
+    nice -n 5 python benchmarks/infini_memory.py --quick                      # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+METHODS = ("infini", "full")
+
+
+def build_model(name: str, device: str, max_positions: int):
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    if name == "smollm2":
+        from lm_eval_longmem.default_model import default_model_dir
+
+        model = AutoModelForCausalLM.from_pretrained(default_model_dir(), dtype=torch.float32)
+        model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_positions)
+    else:
+        torch.manual_seed(0)
+        config = LlamaConfig(vocab_size=49152, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                             num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=max_positions)
+        model = LlamaForCausalLM(config)
+    return model.to(device).eval()
+
+
+class PeakMemory:
+    """Peak bytes allocated during a `with` block, above what was in use when it started."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+    def __enter__(self):
+        import torch
+
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self.start = torch.cuda.memory_allocated()
+        else:
+            with open("/proc/self/clear_refs", "w") as fh:  # resets VmHWM to the current RSS
+                fh.write("5")
+            self.start = _status_kib("VmRSS") * 1024
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+            self.peak = torch.cuda.max_memory_allocated() - self.start
+        else:
+            self.peak = _status_kib("VmHWM") * 1024 - self.start
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        return int(re.search(rf"{field}:\s+(\d+)", fh.read()).group(1))
+
+
+def infini_session(model, segment_length: int):
+    """(prefill(ids) -> next token, step(token) -> next token) through the Infini recurrence."""
+    from lm_eval_longmem.models.methods import build_method
+
+    method = build_method("infini", {"segment_length": segment_length})
+    start_sequence = method.make_scorer(model).start_sequence
+    state = {}
+
+    def prefill(ids):
+        recurrence = state["recurrence"] = start_sequence()
+        for start in range(0, len(ids), segment_length):
+            hidden = recurrence.feed(ids[start : start + segment_length])
+        return int(recurrence.decoder.logits(hidden[-1]).argmax())
+
+    def step(token):
+        recurrence = state["recurrence"]
+        return int(recurrence.decoder.logits(recurrence.feed([token])[-1]).argmax())
+
+    return prefill, step
+
+
+def full_attention_session(model):
+    import torch
+
+    state = {}
+
+    def prefill(ids):
+        out = model(torch.tensor([ids], device=model.device), use_cache=True, logits_to_keep=1)
+        state["cache"] = out.past_key_values
+        return int(out.logits[0, -1].argmax())
+
+    def step(token):
+        out = model(torch.tensor([[token]], device=model.device), past_key_values=state["cache"], use_cache=True)
+        state["cache"] = out.past_key_values
+        return int(out.logits[0, -1].argmax())
+
+    return prefill, step
+
+
+def measure_one(args) -> dict:
+    """One (method, length) measurement, in this process: peak memory and decode ms/token."""
+    import torch
+
+    logging.getLogger("lm_eval_longmem").setLevel(logging.ERROR)  # the untrained-gates notice, known here
+    torch.manual_seed(0)
+    model = build_model(args.model, args.device, max(args.lengths) + args.decode_tokens + 1)
+    ids = torch.randint(100, 40000, (args.one_length,), generator=torch.Generator().manual_seed(1)).tolist()
+    prefill, step = (
+        infini_session(model, args.segment_length) if args.one_method == "infini" else full_attention_session(model)
+    )
+    with torch.no_grad():
+        step(prefill(ids[:64]))  # warm-up: kernels and allocator pools for small shapes
+        with PeakMemory(args.device) as peak:
+            token = prefill(ids)
+            times = []
+            for _ in range(args.decode_tokens):
+                sync(args.device)
+                start = time.perf_counter()
+                token = step(token)
+                sync(args.device)
+                times.append(time.perf_counter() - start)
+    return {"peak_bytes": peak.peak, "decode_ms_per_token": 1000 * statistics.median(times)}
+
+
+def sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_child(args, method: str, length: int) -> dict:
+    command = [sys.executable, __file__, "--one-method", method, "--one-length", str(length), "--model", args.model,
+               "--device", args.device, "--segment-length", str(args.segment_length),
+               "--decode-tokens", str(args.decode_tokens), "--lengths", *map(str, args.lengths)]
+    # One glibc arena: with one per thread, freed blocks stay resident in other threads' arenas and
+    # the RSS peak follows thread scheduling rather than the tensors alive (seen: +50% at random).
+    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{method} at {length} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=["small", "smollm2"], default="small")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--lengths", type=int, nargs=2, default=[4096, 32768], help="short and long input, tokens")
+    parser.add_argument("--segment-length", type=int, default=2048)
+    parser.add_argument("--decode-tokens", type=int, default=32)
+    parser.add_argument("--skip-full", action="store_true", help="Infini only (full attention at the long length is slow)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
+    parser.add_argument("--json", help="also write the numbers here")
+    parser.add_argument("--one-method", choices=METHODS, help=argparse.SUPPRESS)
+    parser.add_argument("--one-length", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.quick:
+        args.lengths, args.segment_length, args.decode_tokens = [1024, 4096], 256, 8
+    if args.one_method:
+        print(json.dumps(measure_one(args)))
+        return
+    methods = [m for m in METHODS if not (m == "full" and args.skip_full)]
+    short, long = args.lengths
+    results = {(m, n): run_child(args, m, n) for m in methods for n in (short, long)}
+    print(f"model {args.model} on {args.device}, segment_length {args.segment_length}, "
+          f"{args.decode_tokens} decoded tokens after each input")
+    print(f"{'method':>8} {'input':>7} {'peak MiB':>10} {'decode ms/tok':>14}")
+    for (m, n), r in results.items():
+        print(f"{m:>8} {n:>7} {r['peak_bytes'] / 2**20:>10.1f} {r['decode_ms_per_token']:>14.2f}")
+    print(f"\nratios {long} / {short} tokens (Infini targets: memory 0.95-1.05x, decode <= 1.2x)")
+    for m in methods:
+        memory = results[(m, long)]["peak_bytes"] / results[(m, short)]["peak_bytes"]
+        decode = results[(m, long)]["decode_ms_per_token"] / results[(m, short)]["decode_ms_per_token"]
+        print(f"{m:>8}: peak memory {memory:.3f}x, decode time per token {decode:.3f}x")
+    if "full" in methods:
+        for n in (short, long):
+            memory = results[("infini", n)]["peak_bytes"] / results[("full", n)]["peak_bytes"]
+            decode = results[("infini", n)]["decode_ms_per_token"] / results[("full", n)]["decode_ms_per_token"]
+            print(f"infini / full at {n}: peak memory {memory:.3f}x, decode time per token {decode:.3f}x")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({f"{m}@{n}": r for (m, n), r in results.items()}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
