@@ -14,12 +14,21 @@ USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
 def help_text() -> str:
     from lm_eval_longmem_training.recipe_loading import describe_keys, shipped_recipes
 
-    recipes = "\n".join(f"  {name}  ({path})" for name, path in shipped_recipes().items())
+    recipes = "\n".join(f"  {name:<20} {summary_of(path)}" for name, path in shipped_recipes().items())
     return (
         f"RECIPE is a shipped recipe's name or a YAML path; key=value overrides any key\n"
         f"(method_args.factor=8 sets one method argument).\n\nRecipes:\n{recipes}\n\nKeys:\n{describe_keys()}\n\n"
-        "Several processes/GPUs: accelerate launch [--config_file fsdp.yaml] -m lm_eval_longmem_training RECIPE ..."
+        "Several processes/GPUs: accelerate launch [--config_file fsdp.yaml] -m lm_eval_longmem_training RECIPE ...\n"
+        "(several CPU processes: ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N ...)"
     )
+
+
+def summary_of(path) -> str:
+    """A recipe's first comment line (what it is)."""
+    for line in path.read_text("utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -154,6 +154,8 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
     directory = Path(recipe.output_dir) / EXPORT
     accelerator.wait_for_everyone()
     unwrapped = accelerator.unwrap_model(model)
+    sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
+    state_dict = accelerator.get_state_dict(model) if sharded else None  # every process takes part
     if accelerator.is_main_process:
         run_record = {
             "recipe": recipe.name, "recipe_file": recipe_source, "approach": recipe.approach,
@@ -161,7 +163,7 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
             "steps": progress.step, "tokens": progress.tokens, "recipe_values": json.loads(json.dumps(to_plain(recipe))),
         }
         set_use_cache(unwrapped, True)
-        approach.export(trainable, unwrapped, directory, run_record)
+        approach.export(trainable, unwrapped, directory, run_record, state_dict)
         accelerator.print(f"Exported to {directory}: lm_eval --model longmem --model_args pretrained={directory} ...")
     accelerator.wait_for_everyone()
     return directory

@@ -35,9 +35,10 @@ class Approach:
         params = [p for p in trainable.model.parameters() if p.requires_grad]
         return [{"params": params, "lr": recipe.lr, "weight_decay": recipe.weight_decay}]
 
-    def export(self, trainable: TrainableModel, model, directory: Path, run_record: dict) -> None:
-        """Write the final checkpoint (`model` is the unwrapped trained model)."""
-        save_recorded_checkpoint(model, trainable.tokenizer, directory, trainable.method, run_record)
+    def export(self, trainable: TrainableModel, model, directory: Path, run_record: dict, state_dict=None) -> None:
+        """Write the final checkpoint (`model` is the unwrapped trained model; `state_dict` its full
+        weights, gathered from every process under FSDP/DeepSpeed)."""
+        save_recorded_checkpoint(model, trainable.tokenizer, directory, trainable.method, run_record, state_dict)
 
 
 def build_method(recipe: Recipe):
@@ -113,7 +114,7 @@ def recorded_args(method) -> dict[str, Any]:
     return {k: v for k, v in dataclasses.asdict(method.args).items() if v is not None}
 
 
-def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_record: dict) -> None:
+def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_record: dict, state_dict=None) -> None:
     """save_pretrained + tokenizer, the config naming the method (so `pretrained=<dir>` applies
     it) and the run (recipe, data, steps)."""
     from lm_eval_longmem.models.methods.recorded import record_method
@@ -123,5 +124,5 @@ def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_reco
         record_method(config, method.name, recorded_args(method))
     setattr(config, TRAINING_RECORD_KEY, run_record)
     directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
+    model.save_pretrained(directory, state_dict=state_dict)
     tokenizer.save_pretrained(directory)

@@ -71,7 +71,7 @@ class InfiniAttention(Approach):
             {"params": [p for p in params if id(p) in gate_ids], "lr": recipe.gate_lr, "weight_decay": 0.0},
         ]
 
-    def export(self, trainable, model, directory, run_record) -> None:
+    def export(self, trainable, model, directory, run_record, state_dict=None) -> None:
         from lm_eval_longmem.models.compressive_memory import save_infini_checkpoint
 
         causal_lm = model.model

@@ -43,7 +43,7 @@ class LongLoRA(Approach):
         trainable.extras = {"extra_names": extras, "attn_implementation": attention_implementation}
         return trainable
 
-    def export(self, trainable, model, directory: Path, run_record: dict) -> None:
+    def export(self, trainable, model, directory: Path, run_record: dict, state_dict=None) -> None:
         from safetensors.torch import save_file
 
         adapter_dir = directory / ADAPTER_DIR
