@@ -52,6 +52,8 @@ class SegmentRecurrence:
 
     def feed(self, ids: list[int]) -> torch.Tensor:
         """Final hidden states [len(ids), hidden] (after the final norm) of the next tokens."""
+        if not ids:
+            raise ValueError("feed needs at least one token")
         pieces = []
         start = 0
         while start < len(ids):
