@@ -71,3 +71,30 @@ def test_batches_depend_on_the_global_batch_only():
             assert torch.equal(one.micro_batch(step, micro), together)
     seen = torch.cat([one.micro_batch(s, m) for s in range(5) for m in range(2)])[:, 0] // 4
     assert sorted(seen.tolist()) == list(range(40))  # the first epoch reads every chunk once
+
+
+def test_a_killed_process_resumes_on_the_same_trajectory(tiny_model_dir, corpus_file, tmp_path):
+    """SIGKILL mid-run (possibly mid-save), then the same command: the uninterrupted losses."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from training_helpers import tiny_overrides
+
+    settings = {"max_steps": 40, "save_every": 5, "micro_batch_size": 1, "grad_accum_steps": 1}
+    run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "whole", **settings)
+    command = [str(Path(sys.executable).parent / "lm-eval-longmem"), "train", "tiny-pi",
+               *tiny_overrides(tiny_model_dir, corpus_file, tmp_path / "killed", **settings)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (tmp_path / "killed" / "checkpoints" / "step-0000010").exists():
+        assert proc.poll() is None and time.time() < deadline, "the run ended before it could be killed"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed" / "export").exists()
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
+    assert [m["loss"] for m in read_metrics(tmp_path / "killed")] == [m["loss"] for m in read_metrics(tmp_path / "whole")]
