@@ -295,3 +295,14 @@ def test_gradients_reach_the_gates_and_flow_through_the_memory():
     second = rec.decoder.logits(rec.feed(ids[SEGMENT:]))
     grads = torch.autograd.grad(second.sum(), [first.matrix, first.normalizer, gates_of(model).beta])
     assert all(g.abs().sum() > 0 for g in grads)
+
+
+def test_default_task_grids_stay_at_the_base_length_while_longer_inputs_are_accepted(tiny_model_dir):
+    from lm_eval_longmem.tasks.forgetting_curve.protocol import Options, test_lengths
+    from lm_eval_longmem.tasks.model_view import model_view
+
+    view = model_view({"pretrained": str(tiny_model_dir), "method": "infini", "segment_length": 16})
+    assert view.sizing_length == 128 and view.context_length >= 1 << 20
+    assert max(test_lengths(Options.from_metadata({}), view.context_length, view.sizing_length)) == 63
+    # an explicit length beyond the base context is taken, not refused
+    assert test_lengths(Options.from_metadata({"fc_lengths": [500]}), view.context_length, view.sizing_length) == [500]

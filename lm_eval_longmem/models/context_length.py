@@ -21,3 +21,11 @@ def usable_context_length(config, method: LongMemMethod, max_length: int | None 
     if max_length:
         return int(max_length)
     return method.context_length(training_length(config, tokenizer))
+
+
+def default_sizing_length(config, method: LongMemMethod, max_length: int | None = None, tokenizer=None) -> int:
+    """What tasks size their default grids by: an explicit `max_length`, else the method's
+    `sizing_length` of the training length."""
+    if max_length:
+        return int(max_length)
+    return method.sizing_length(training_length(config, tokenizer))

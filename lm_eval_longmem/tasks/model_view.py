@@ -23,7 +23,8 @@ class ModelView:
     tokenizer: Any
     method: LongMemMethod
     training_length: int
-    context_length: int
+    context_length: int  # longest input accepted
+    sizing_length: int  # what default grids are sized by (see LongMemMethod.sizing_length)
 
     @property
     def bos_id(self) -> int:
@@ -39,7 +40,7 @@ class ModelView:
 
 
 def model_view(metadata: dict[str, Any]) -> ModelView:
-    from lm_eval_longmem.models.context_length import training_length, usable_context_length
+    from lm_eval_longmem.models.context_length import default_sizing_length, training_length, usable_context_length
 
     source = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(source, str) or not source:
@@ -60,6 +61,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
         method=method,
         training_length=training_length(config, tokenizer),
         context_length=usable_context_length(config, method, metadata.get("max_length"), tokenizer),
+        sizing_length=default_sizing_length(config, method, metadata.get("max_length"), tokenizer),
     )
 
 

@@ -53,6 +53,15 @@ class LongMemMethod:
         """Longest input (tokens) the model takes under this method, given the base model's."""
         return base_length
 
+    def sizing_length(self, base_length: int) -> int:
+        """Length that sizes the tasks' default grids (the forgetting curve's longest L).
+
+        Usually the context length. A method that takes inputs of any length (its memory does
+        not grow with them) reports the base model's instead, so a default run tests the same
+        lengths as `vanilla`; longer lengths are asked for explicitly and are never refused.
+        """
+        return self.context_length(base_length)
+
     def make_scorer(self, model):
         """Teacher-forced scorer for methods that own the forward loop (e.g. chunked prefill
         with cache compression): an object with `score(input_ids, spans)` and `strategy`, like

@@ -76,6 +76,10 @@ class Infini(LongMemMethod):
         context is refused."""
         return max(base_length, UNBOUNDED_INPUT_LENGTH)
 
+    def sizing_length(self, base_length: int) -> int:
+        """Default task grids stay at the base model's length (comparable with `vanilla`)."""
+        return base_length
+
     def make_scorer(self, model):
         from lm_eval_longmem.models.compressive_memory import InfiniScorer
 

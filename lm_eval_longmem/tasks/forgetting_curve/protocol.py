@@ -65,13 +65,18 @@ def max_fitting_length(context_length: int) -> int:
     return (context_length - 1) // 2
 
 
-def test_lengths(options: Options, context_length: int) -> list[int]:
-    """The lengths to test; raises (never truncates) when one would not fit the model."""
+def test_lengths(options: Options, context_length: int, sizing_length: int | None = None) -> list[int]:
+    """The lengths to test; raises (never truncates) when one would not fit the model.
+
+    The default grid reaches the longest L that fits `sizing_length` (the context length,
+    unless the method takes any length: then the base model's, see `LongMemMethod.sizing_length`).
+    """
     limit = max_fitting_length(context_length)
     if options.lengths is not None:
         lengths = list(options.lengths)
     else:
-        top = options.max_length if options.max_length is not None else limit
+        default_top = max_fitting_length(min(context_length, sizing_length or context_length))
+        top = options.max_length if options.max_length is not None else default_top
         lengths = length_grid(options.min_length, top, options.points, options.granularity)
     too_long = [L for L in lengths if input_tokens(L) > context_length]
     if too_long:

@@ -60,7 +60,7 @@ class ForgettingCurveTask(LongMemTask):
         metadata = dict(self.config.metadata or {})
         options = Options.from_metadata(metadata)
         model = model_view(metadata)
-        self.lengths = test_lengths(options, model.context_length)
+        self.lengths = test_lengths(options, model.context_length, model.sizing_length)
         corpus = load_corpus(options.corpus)
         stream = corpus_tokens(corpus, model.tokenizer)
         self.tokenizer, self.bos_id, self.eos_id = model.tokenizer, model.bos_id, model.eos_id
