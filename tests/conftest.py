@@ -7,6 +7,19 @@ import os
 import numpy as np
 import pytest
 
+
+def _run_triton_in_its_interpreter_without_a_gpu() -> None:
+    """Kernel tests run Triton's interpreter on CPU tensors. triton 3.x fixes interpreter mode
+    when its library is first imported (any test module may import it, e.g. through fla), so
+    the switch is set here, before any test module is collected."""
+    import torch
+
+    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+_run_triton_in_its_interpreter_without_a_gpu()
+
 WORDS = (
     "the a of and to in that it was he for on with as his at by had from they but not were all "
     "which she one her there we an been their said would what so when if more no out up who them "
