@@ -88,6 +88,9 @@ def activate(argv=None) -> bool:
         return False
     if not is_lm_eval_cli(argv if argv is not None else getattr(sys, "orig_argv", sys.argv)):
         return False
+    from lm_eval_longmem.errors import install_concise_excepthook  # os and sys only
+
+    install_concise_excepthook()  # our errors print as one message, not a traceback
     if any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return True
     callbacks = {}

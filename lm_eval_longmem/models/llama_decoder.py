@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import torch
 
+from lm_eval_longmem.errors import LongMemError
+
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
 
-class UnsupportedArchitectureError(ValueError):
+class UnsupportedArchitectureError(LongMemError, ValueError):
     """The model's decoder is not one the layer-by-layer loop knows how to run."""
 
 

@@ -21,6 +21,7 @@ from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, po
 from tqdm import tqdm
 
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.models.context_length import training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
@@ -49,15 +50,15 @@ WRAPPER_ARGUMENTS = {
 }
 
 
-class ContextTooLongError(ValueError):
+class ContextTooLongError(LongMemError, ValueError):
     """An input is longer than the model takes; memory tests are never silently truncated."""
 
 
-class UnknownModelArgumentError(ValueError):
+class UnknownModelArgumentError(LongMemError, ValueError):
     """A `--model_args` key is neither ours, HFLM's, a from_pretrained option nor a config field."""
 
 
-class ScoringOutOfMemoryError(RuntimeError):
+class ScoringOutOfMemoryError(LongMemError, RuntimeError):
     """Scoring one input ran out of memory; the message says which and how to go on."""
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_longmem.errors import ResultsFileError
+
 CURVE_METRIC = "curve,none"
 
 
@@ -33,6 +35,21 @@ class CurveRun:
     source: str
 
 
+class MissingResultsError(ResultsFileError, FileNotFoundError):
+    """No results file where one was named."""
+
+
+def read_results(source: Path) -> dict:
+    """A results file's JSON; a corrupt or foreign file is a `ResultsFileError` naming it."""
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultsFileError(f"{source} is not a readable lm-eval results file: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ResultsFileError(f"{source} is not an lm-eval results file (no 'results' mapping)")
+    return data
+
+
 def find_results_file(path: str | Path) -> Path:
     """Return `path` if it is a file, else the newest `results_*.json` anywhere under it.
 
@@ -42,25 +59,25 @@ def find_results_file(path: str | Path) -> Path:
     if path.is_file():
         return path
     if not path.is_dir():
-        raise FileNotFoundError(f"No such results file or directory: {path}")
+        raise MissingResultsError(f"No such results file or directory: {path}")
     candidates = [p for p in path.rglob("results_*.json") if p.is_file()]
     if not candidates:
-        raise FileNotFoundError(f"No lm-eval results file (results_*.json) found under {path}")
+        raise MissingResultsError(f"No lm-eval results file (results_*.json) found under {path}")
     return max(candidates, key=lambda p: p.stat().st_mtime)
 
 
 def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun:
     """Read `task`'s forgetting curve and the run's model description from a results file."""
     source = find_results_file(path)
-    data = json.loads(source.read_text())
+    data = read_results(source)
     task_results = data.get("results", {})
     if task not in task_results:
         present = ", ".join(sorted(task_results)) or "none"
-        raise ValueError(f"{source} has no results for task {task!r}; tasks present: {present}")
+        raise ResultsFileError(f"{source} has no results for task {task!r}; tasks present: {present}")
     metrics = task_results[task]
     if CURVE_METRIC not in metrics:
         present = ", ".join(sorted(metrics)) or "none"
-        raise ValueError(
+        raise ResultsFileError(
             f"{source}: task {task!r} has no {CURVE_METRIC!r} metric; metrics present: {present}"
         )
     curve = metrics[CURVE_METRIC]
@@ -96,11 +113,11 @@ class PasskeyGridRun:
 
 def load_passkey_grid(path: str | Path, task: str = "longmem_passkey") -> PasskeyGridRun:
     source = find_results_file(path)
-    data = json.loads(source.read_text())
+    data = read_results(source)
     metrics = data.get("results", {}).get(task)
     if metrics is None or PASSKEY_GRID_METRIC not in metrics:
         present = ", ".join(sorted(data.get("results", {}))) or "none"
-        raise ValueError(f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}")
+        raise ResultsFileError(f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}")
     grid = metrics[PASSKEY_GRID_METRIC]
     return PasskeyGridRun(
         label=run_label(data.get("config", {})),

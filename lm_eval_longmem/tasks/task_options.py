@@ -14,12 +14,13 @@ import dataclasses
 import typing
 from typing import Any, TypeVar
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.typed_values import coerce
 
 T = TypeVar("T")
 
 
-class TaskOptionError(ValueError):
+class TaskOptionError(LongMemError, ValueError):
     """An option is unknown, malformed, or asks for something the model cannot take."""
 
 

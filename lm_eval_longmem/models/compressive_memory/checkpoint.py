@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.compressive_memory.gates import MemoryGates
 
 GATES_FILE = "infini_gates.safetensors"
@@ -32,7 +33,7 @@ GATES_ATTRIBUTE = "infini_gates"
 METHOD_NAME = "infini"
 
 
-class IncompleteCheckpointError(ValueError):
+class IncompleteCheckpointError(LongMemError, ValueError):
     """A checkpoint records method=infini but its gates are missing or do not fit the model."""
 
 

@@ -8,6 +8,7 @@ the tasks ask before any model is built; configs may be objects or config.json d
 
 from __future__ import annotations
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.fox.configuration_fox import (
     FOX_MODEL_TYPES,
     ForgettingTransformerConfig,
@@ -25,7 +26,7 @@ ROPE_METHODS = frozenset({"pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrop
 ARCHITECTURE_NEUTRAL_METHODS = frozenset({"fox"})
 
 
-class ArchitectureMismatchError(ValueError):
+class ArchitectureMismatchError(LongMemError, ValueError):
     """A method was asked of a checkpoint whose architecture it does not apply to."""
 
 

@@ -6,6 +6,7 @@ import importlib
 import pkgutil
 from typing import Any
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods.arguments import (
     MethodArgumentError,
     describe_fields,
@@ -18,7 +19,7 @@ _INFRASTRUCTURE = {"base", "arguments", "recorded"}
 DEFAULT_METHOD = "vanilla"
 
 
-class UnknownMethodError(ValueError):
+class UnknownMethodError(LongMemError, ValueError):
     """`method=` names no long-memory method."""
 
 

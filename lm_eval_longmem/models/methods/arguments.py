@@ -7,10 +7,11 @@ import types
 import typing
 from typing import Any
 
+from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.typed_values import coerce
 
 
-class MethodArgumentError(ValueError):
+class MethodArgumentError(LongMemError, ValueError):
     """An argument of a long-memory method is unknown or has the wrong type."""
 
 

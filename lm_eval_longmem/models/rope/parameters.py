@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from lm_eval_longmem.errors import LongMemError
 
-class NotARopeModelError(ValueError):
+
+class NotARopeModelError(LongMemError, ValueError):
     """A RoPE-extension method was asked to change a model that has no rotary position embedding."""
 
 

@@ -1,0 +1,65 @@
+"""The one kind of error a user sees as a message, not a traceback.
+
+Every error our code raises for a user's mistake or a missing resource (an unknown method or
+argument, an input longer than the model takes, data or a model missing offline, a results
+file that is not one) derives from `LongMemError`, and its message already says what was wrong,
+the valid choices and the fix. The lm-eval command (through the start-up hook) and
+`lm-eval-longmem` print such a message alone and exit non-zero; `LM_EVAL_LONGMEM_DEBUG=1` shows
+the traceback too. Anything else (a bug) keeps its traceback.
+
+Imports nothing: the start-up hook loads it in every lm-eval process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEBUG_ENV = "LM_EVAL_LONGMEM_DEBUG"
+
+
+class LongMemError(Exception):
+    """Base of the errors whose message is all a user needs (mixed into ValueError etc.)."""
+
+
+class ResultsFileError(LongMemError, ValueError):
+    """A results file or folder given to a report command is missing, corrupt or not lm-eval's."""
+
+
+def user_error_in(exc: BaseException | None) -> LongMemError | None:
+    """The `LongMemError` behind `exc` (itself, or what it was raised from or during), if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, LongMemError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def print_user_error(error: LongMemError, program: str = "lm_eval") -> None:
+    sys.stderr.write(f"{program}: error: {error}\n(set {DEBUG_ENV}=1 to see the traceback)\n")
+
+
+def concise_excepthook(previous):
+    """A `sys.excepthook` that prints a `LongMemError` as its message alone."""
+
+    def hook(exc_type, exc, tb):
+        error = None if debugging() else user_error_in(exc)
+        if error is None:
+            return previous(exc_type, exc, tb)
+        print_user_error(error)
+        return None
+
+    hook.__lm_eval_longmem__ = True
+    return hook
+
+
+def install_concise_excepthook() -> None:
+    """Idempotent: wrap the current `sys.excepthook` once."""
+    if not getattr(sys.excepthook, "__lm_eval_longmem__", False):
+        sys.excepthook = concise_excepthook(sys.excepthook)

@@ -1,0 +1,63 @@
+"""Our errors reach a user as one message and a non-zero exit, never a traceback (through the
+real `lm_eval` and `lm-eval-longmem` commands); LM_EVAL_LONGMEM_DEBUG=1 brings the traceback back."""
+
+import pytest
+from test_cli_end_to_end import BIN, run
+
+from lm_eval_longmem.errors import LongMemError, concise_excepthook, user_error_in
+
+
+def assert_one_message(proc, *expected):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "error:" in proc.stderr
+    for text in expected:
+        assert text in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    "model_args, extra, expected",
+    [
+        ("method=bogus", [], ["Unknown method='bogus'", "yarn"]),
+        ("method=yarn,facter=2", [], ["Unknown --model_args facter", "factor"]),
+        ("method=fox", [], ["FoX is an architecture"]),
+        ("method=vanilla", ["--metadata", "fc_bogus=1"], ["fc_bogus"]),
+    ],
+    ids=["unknown-method", "misspelled-argument", "fox-on-llama", "unknown-task-option"],
+)
+def test_lm_eval_prints_our_errors_as_one_message(tiny_model_dir, model_args, extra, expected):
+    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},{model_args}",
+                "--tasks", "forgetting_curve", *extra], check=False)
+    assert_one_message(proc, *expected)
+
+
+def test_plot_of_a_missing_or_corrupt_results_file_is_one_message(tmp_path):
+    proc = run([str(BIN / "lm-eval-longmem"), "plot", str(tmp_path / "nowhere")], check=False)
+    assert_one_message(proc, "No such results file or directory")
+    corrupt = tmp_path / "results_2026.json"
+    corrupt.write_text("{not json")
+    proc = run([str(BIN / "lm-eval-longmem"), "plot", str(corrupt)], check=False)
+    assert_one_message(proc, "is not a readable lm-eval results file")
+
+
+def test_debug_switch_and_other_errors_keep_their_traceback(monkeypatch):
+    seen = []
+    hook = concise_excepthook(lambda *args: seen.append(args[1]))
+    bug = KeyError("a bug")
+    hook(KeyError, bug, None)
+    assert seen == [bug]  # not ours: the previous hook (the traceback) handles it
+    ours = LongMemError("what was wrong and the fix")
+    monkeypatch.setenv("LM_EVAL_LONGMEM_DEBUG", "1")
+    hook(LongMemError, ours, None)
+    assert seen == [bug, ours]
+
+
+def test_an_error_raised_from_ours_is_found_behind_it():
+    try:
+        try:
+            raise LongMemError("the real reason")
+        except LongMemError as inner:
+            raise RuntimeError("lm-eval wrapped it") from inner
+    except RuntimeError as outer:
+        assert str(user_error_in(outer)) == "the real reason"
+    assert user_error_in(ValueError("plain")) is None
