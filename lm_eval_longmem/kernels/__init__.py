@@ -1,2 +1,6 @@
-"""Triton kernels for the attention variants, each beside the PyTorch reference it is tested
-against (DESIGN.md section 6). The first kernels arrive with the methods that need them."""
+"""Triton kernels for the attention variants, one folder per op, each beside the PyTorch
+reference it is tested against (as flash-linear-attention lays out its ops):
+
+* `forgetting_attention/`: causal attention with per-query/per-key additive biases
+  (FoX's forget gates; ALiBi and stated-CLM's merge counts have the same form).
+"""
