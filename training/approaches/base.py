@@ -4,6 +4,7 @@ writing a checkpoint whose config records the method and the run) live here."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 from dataclasses import dataclass, field
@@ -24,11 +25,12 @@ class TrainableModel:
     extras: dict = field(default_factory=dict)  # approach-specific state (e.g. the LoRA base)
 
 
-class Approach:
+class Approach(abc.ABC):
     name: ClassVar[str]
 
+    @abc.abstractmethod
     def build(self, recipe: Recipe) -> TrainableModel:
-        raise NotImplementedError
+        """The model (and tokenizer, method) this approach trains, loaded or built from the recipe."""
 
     def param_groups(self, trainable: TrainableModel, recipe: Recipe) -> list[dict]:
         """AdamW parameter groups (default: every trainable parameter, the recipe's lr and decay)."""

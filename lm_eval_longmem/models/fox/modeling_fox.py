@@ -155,7 +155,7 @@ class ForgettingTransformerModel(ForgettingTransformerPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
         if output_attentions:
-            raise NotImplementedError("FoX does not return attention weights (its kernel never forms them)")
+            raise ValueError("output_attentions=True is not supported: FoX's attention kernel never forms the weights")
         output_hidden_states = (
             self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         )
