@@ -31,9 +31,11 @@ def available_methods() -> dict[str, type[LongMemMethod]]:
     return dict(sorted(registered_methods().items()))
 
 
-def method_listing() -> str:
+def method_listing(only: str | None = None) -> str:
+    """Each method with its one-line summary and its arguments (type, default, help)."""
+    methods = available_methods() if only is None else {only: get_method(only)}
     lines = []
-    for name, cls in available_methods().items():
+    for name, cls in methods.items():
         lines.append(f"  {name}: {cls.summary}")
         lines.extend(f"      {line}" for line in describe_fields(cls.Args))
     return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""`lm-eval-longmem`: lm-eval's own CLI with our plugins registered, plus our subcommands.
+
+    lm-eval-longmem SUBCOMMAND [--help]          # one of SUBCOMMANDS below
+    lm-eval-longmem <anything else>              # exactly `lm_eval <anything else>`
+
+Each subcommand is one module in this package exposing `HELP` (one line) and `main(argv)`.
+Use the pass-through where start-up hooks are disabled (python -S, some sandboxes, zipapps).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> module in this package; modules import only argparse at top level, so help is instant.
+SUBCOMMANDS = {
+    "methods": "methods",
+    "plot": "plot",
+    "plot-passkey": "plot_passkey",
+    "train": "train",
+}
+
+
+def _subcommand(name: str):
+    return importlib.import_module(f"{__name__}.{SUBCOMMANDS[name]}")
+
+
+def top_level_help() -> str:
+    width = max(len(name) for name in SUBCOMMANDS)
+    lines = [
+        "usage: lm-eval-longmem SUBCOMMAND [options]   (each subcommand has --help)",
+        "       lm-eval-longmem [lm_eval options]       (runs lm_eval with the longmem plugin registered)",
+        "",
+        "subcommands:",
+    ]
+    lines += [f"  {name:<{width}}  {_subcommand(name).HELP}" for name in SUBCOMMANDS]
+    lines += [
+        "",
+        "Anything else is handed to lm_eval unchanged, e.g.",
+        "  lm-eval-longmem --model longmem --model_args method=statedclm --tasks forgetting_curve",
+        "`lm_eval --help` lists lm_eval's own options.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lm_eval_longmem.errors import install_concise_excepthook
+
+    install_concise_excepthook()  # our errors print as one message, not a traceback
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(top_level_help())
+        return 0
+    if argv[0] in SUBCOMMANDS:
+        return _subcommand(argv[0]).main(argv[1:])
+
+    import lm_eval_longmem
+    from lm_eval.__main__ import cli_evaluate
+
+    lm_eval_longmem.register()
+    sys.argv = ["lm-eval", *argv]
+    cli_evaluate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
