@@ -1,14 +1,24 @@
-"""`dynamic_ntk`: the study's dynamic NTK (appendix 7.8, after Fu et al. 2024).
+"""`dynamic_ntk`: dynamic NTK scaling, in the study's frozen form (default) or transformers' own.
 
-NTK scaling (eq. 9) whose t is replaced by s*max(C', C_test)/C - (s-1): C the original length,
-C' the length the checkpoint was trained to (C' = C for an untouched model: the study's
-"NTK-Frozen"), C_test the length of the current sequence. The base is frozen at its value
-for C' until a sequence is longer than C'. transformers' `dynamic` type differs (it rescales
-from C and remembers the longest length seen), so this uses our rope type
-`longmem_ntk_length_scaled` and sets the base per sequence (rope/dynamic_update.py).
+Both rescale the RoPE base with NTK (eq. 9) for a t that grows with the sequence length:
+
+* `variant=frozen` (controlled study, appendix 7.8, after Fu et al. 2024):
+  t = s*max(C', C_test)/C - (s-1), with C the original length, C' the length the checkpoint was
+  trained to (C' = C for an untouched model: the study's "NTK-Frozen") and C_test the length
+  of the sequence at hand. Each sequence gets the base for its own length, fixed when it
+  starts and kept while cached decoding continues it (rope/dynamic_update.py); below C' the
+  base does not move. Our rope type `longmem_ntk_length_scaled`.
+* `variant=hf`: transformers' `dynamic` rope type as it ships (its `factor` is our `s`):
+  t = s*max(C, L)/C - (s-1) with L the largest length the rotary embedding has seen so far.
+  It has no C' (it equals the frozen variant with C' = C only while the lengths never go
+  down), keeps the largest length it has met (so a score depends on what ran before, until a
+  sequence shorter than C resets it), and recomputes the base in the middle of cached
+  decoding (so new keys and already cached keys use different bases).
+
 `factor`/`target_length` only set how long an input the wrapper accepts."""
 
 import dataclasses
+from typing import Literal
 
 from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
 from lm_eval_longmem.models.rope.extension_method import RopeExtensionMethod, TargetArgs
@@ -16,30 +26,54 @@ from lm_eval_longmem.models.rope.parameters import set_rope_type
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
 from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
 
+DEFAULT_S = 2.0
+
 
 @dataclasses.dataclass(frozen=True)
 class DynamicNTKArgs(TargetArgs):
+    variant: Literal["frozen", "hf"] = dataclasses.field(
+        default="frozen",
+        metadata={"help": "frozen: the study's base frozen up to C' and set per sequence; hf: transformers' `dynamic` type"},
+    )
     s: float = dataclasses.field(
-        default=2.0, metadata={"help": "scale hyperparameter s (paper: 2 for NTK-Frozen, C'/(2C) after fine-tuning)"}
+        default=DEFAULT_S,
+        metadata={"help": "scale hyperparameter s (paper: 2 for NTK-Frozen, C'/(2C) after fine-tuning; hf: its `factor`)"},
     )
     training_length: int | None = dataclasses.field(
-        default=None, metadata={"help": "C', the length the checkpoint was trained to (default: C, untrained)"}
+        default=None, metadata={"help": "C', the length the checkpoint was trained to (default: C, untrained; frozen only)"}
     )
 
     def __post_init__(self):
         super().__post_init__()
         if self.s < 1:
             raise ValueError(f"s must be >= 1, got {self.s}")
+        if self.variant == "hf" and self.training_length is not None:
+            raise ValueError(
+                "training_length (C') is a setting of variant=frozen; transformers' `dynamic` type "
+                "(variant=hf) always rescales from the original length C"
+            )
+        if self.variant == "hf" and self.original_length is not None:
+            raise ValueError(
+                "variant=hf takes C from the config's max_position_embeddings (transformers' rule); "
+                "original_length applies to variant=frozen only"
+            )
 
 
 class DynamicNTK(RopeExtensionMethod):
     name = "dynamic_ntk"
-    summary = "dynamic NTK with the base frozen up to the training length: t = s*max(C', C_test)/C - (s-1)"
+    summary = (
+        "dynamic NTK: variant=frozen (default) t = s*max(C', C_test)/C - (s-1) per sequence; "
+        "variant=hf transformers' `dynamic` rope type"
+    )
     Args = DynamicNTKArgs
     prefix_cache_reusable = False  # the base, hence every cached key, depends on the prompt's length
 
     def prepare_config(self, config) -> None:
         original = self.original_length(config)
+        if self.args.variant == "hf":
+            # transformers reads C from max_position_embeddings; its `factor` plays the role of s
+            set_rope_type(config, self.name, "dynamic", factor=self.args.s)
+            return
         set_rope_type(
             config, self.name, LENGTH_SCALED_NTK,
             s=self.args.s,
@@ -48,5 +82,6 @@ class DynamicNTK(RopeExtensionMethod):
         )
 
     def prepare_model(self, model):
-        install_length_scaled_update(the_rotary_embedding(model, self.name), model.config)
+        if self.args.variant == "frozen":
+            install_length_scaled_update(the_rotary_embedding(model, self.name), model.config)
         return model
