@@ -19,6 +19,10 @@ logger = logging.getLogger(__name__)
 
 
 class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
+    # Positions are re-indexed inside the cache, so any input length works; default task grids
+    # stay at the training length so the curves compare with `vanilla` point for point.
+    bounded_memory = True
+
     @abstractmethod
     def make_policy(self) -> CachePolicy:
         """A fresh policy (one per sequence: policies may keep per-sequence state)."""
@@ -41,12 +45,6 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
                 "budget instead (up to %d entries).", self.name, window, widest,
             )
         return model
-
-    def context_length(self, base_length: int) -> int:
-        """The training length, by default, so tasks size their inputs as for `vanilla` and the
-        curves compare point for point. Positions are re-indexed inside the cache, so any
-        longer input works too: pass max_length=N to allow it."""
-        return base_length
 
     def make_scorer(self, model):
         return BoundedCacheScorer(Decoder(model), self.make_policy)

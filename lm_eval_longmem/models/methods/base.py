@@ -13,6 +13,11 @@ from typing import Any, ClassVar
 
 _REGISTRY: dict[str, type[LongMemMethod]] = {}
 
+# The input length a bounded-memory method reports as its context length: a number is needed
+# (lm-eval's `max_length` is an int), and 1M tokens is the longest input the papers evaluate
+# (Infini-attention's passkey). `max_length=N` in --model_args sets another.
+UNBOUNDED_INPUT_LENGTH = 1 << 20
+
 
 @dataclasses.dataclass(frozen=True)
 class NoArgs:
@@ -26,6 +31,12 @@ class LongMemMethod:
     # Whether the KV cache of a prompt prefix is valid for a longer prompt that starts with it.
     # False when the cached keys depend on the whole prompt (a RoPE base set by its length).
     prefix_cache_reusable: ClassVar[bool] = True
+    # Whether what the method keeps of the past does not grow with the input (a bounded KV
+    # cache, a compressive memory) and its positions stay inside what the model was trained
+    # on: it then reads inputs of any length, so tasks never skip or truncate a document for
+    # being longer than the base model's context, and its default grids stay at the base
+    # length (comparable with `vanilla`). Tasks read it through `tasks.model_view.ModelView`.
+    bounded_memory: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -50,17 +61,20 @@ class LongMemMethod:
         return model
 
     def context_length(self, base_length: int) -> int:
-        """Longest input (tokens) the model takes under this method, given the base model's."""
-        return base_length
+        """Longest input (tokens) the model takes under this method, given the base model's.
+
+        Bounded-memory methods take any length (`UNBOUNDED_INPUT_LENGTH`)."""
+        return max(base_length, UNBOUNDED_INPUT_LENGTH) if self.bounded_memory else base_length
 
     def sizing_length(self, base_length: int) -> int:
         """Length that sizes the tasks' default grids (the forgetting curve's longest L).
 
-        Usually the context length. A method that takes inputs of any length (its memory does
-        not grow with them) reports the base model's instead, so a default run tests the same
-        lengths as `vanilla`; longer lengths are asked for explicitly and are never refused.
+        Usually the context length (the claimed length l of the forgetting curve). A method
+        with bounded memory takes inputs of any length and reports the base model's instead,
+        so a default run tests the same lengths as `vanilla`; longer lengths are asked for
+        explicitly and are never refused.
         """
-        return self.context_length(base_length)
+        return base_length if self.bounded_memory else self.context_length(base_length)
 
     def make_scorer(self, model):
         """Teacher-forced scorer for methods that own the forward loop (e.g. chunked prefill

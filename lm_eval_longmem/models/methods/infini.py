@@ -17,9 +17,6 @@ from lm_eval_longmem.models.methods.base import LongMemMethod
 logger = logging.getLogger(__name__)
 
 WHO = "method=infini (Infini-attention)"
-# The wrapper needs a number for "any length": the longest input the paper evaluates (1M-token
-# passkey). Memory does not grow with it; `max_length=N` in --model_args sets another.
-UNBOUNDED_INPUT_LENGTH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,8 @@ class Infini(LongMemMethod):
     name = "infini"
     summary = "Infini-attention: local attention per segment + a compressive memory of past segments, gated per head"
     Args = InfiniArgs
+    # Memory stays bounded by the segment: any input length, default grids at the base length.
+    bounded_memory = True
 
     def prepare_config(self, config) -> None:
         self._check_segment_fits(config)
@@ -70,15 +69,6 @@ class Infini(LongMemMethod):
             "mechanism, not a trained Infini-Transformer.", WHO, self.args.beta_init, _sigmoid(self.args.beta_init),
         )
         return model
-
-    def context_length(self, base_length: int) -> int:
-        """Any length: memory stays bounded by the segment, so nothing longer than the base
-        context is refused."""
-        return max(base_length, UNBOUNDED_INPUT_LENGTH)
-
-    def sizing_length(self, base_length: int) -> int:
-        """Default task grids stay at the base model's length (comparable with `vanilla`)."""
-        return base_length
 
     def make_scorer(self, model):
         from lm_eval_longmem.models.compressive_memory import InfiniScorer
