@@ -22,7 +22,7 @@ SMALL = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 
 
 def small_args(name, **extra):
-    return {**SMALL, **({"top_k_prime": 6} if name == "longcache" else {}), **extra}
+    return {**SMALL, **({"top_k_prime": 3, "span_size": 2} if name == "longcache" else {}), **extra}
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_longcache_positions_are_re_assigned_inside_its_window():
     """One layer again: the last chunk sees exactly what a fresh model sees on [sinks +
     recalled tokens + local window + chunk], recalled tokens in their original order."""
     model = one_layer_llama()
-    runner = runner_for(model, "longcache", **SMALL, top_k_prime=6, top_k=2)
+    runner = runner_for(model, "longcache", **SMALL, top_k_prime=6, top_k=2, span_size=1)
     windows = []
     choose = runner.policy.window
 
@@ -224,15 +224,50 @@ def test_longcache_recalls_the_keys_queries_point_at():
     queries = torch.tensor([[[1.0, 0, 0, 0], [1.0, 0.1, 0, 0]], [[1.0, 0, 0, 0], [1.0, 0, 0, 0]]])  # 2 heads, 1 KV head
     assert recall_middle(queries, keys, top_k=1, top_k_prime=4, span_size=1).tolist() == [7]
     assert recall_middle(queries, keys, top_k=2, top_k_prime=4, span_size=1).tolist() == [2, 7]
-    spans = recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=3).tolist()
-    assert spans == [6, 7, 8]
-    assert len(recall_middle(queries, keys, top_k=4, top_k_prime=2, span_size=4)) == 2  # never over top_k_prime
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=3).tolist() == [6, 7, 8]
+
+
+def test_longcache_recall_by_hand_per_head_counts_and_spans():
+    """Hand-computed: 2 query heads sharing 1 KV head, 2 queries each, top_k 1, keys one-hot
+    scaled so every q.k is known. Head 0 picks key 3 (query 0) and key 3 (query 1); head 1
+    picks key 12 (query 0) and key 8 (query 1): counts 3 -> 2, 12 -> 1, 8 -> 1. With
+    top_k_prime 2 the centres are 3 (count 2) and, of the tied 12 and 8, 12 (its pick scored
+    9 > 8). Spans of 4 start at centre - 2: [1, 5) and [10, 14) clamped to the 13 middle keys."""
+    m = 13
+    keys = torch.zeros(1, m, 4)
+    keys[0, 3, 0] = 10.0
+    keys[0, 12, 1] = 9.0
+    keys[0, 8, 2] = 8.0
+    queries = torch.zeros(2, 2, 4)
+    queries[0, 0, 0] = queries[0, 1, 0] = 1.0  # head 0: both queries -> key 3 (score 10)
+    queries[1, 0, 1] = 1.0  # head 1, query 0 -> key 12 (score 9)
+    queries[1, 1, 2] = 1.0  # head 1, query 1 -> key 8 (score 8)
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=2, span_size=4).tolist() == [1, 2, 3, 4, 10, 11, 12]
+    # every centre when the clip allows it: key 8's span [6, 10) joins, overlapping nothing
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=4).tolist() == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12]
+    # per head, not averaged over the group: the mean query of the group would pick key 3 only
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=1, span_size=1).tolist() == [3]
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=8, span_size=1).tolist() == [3, 8, 12]
+    # a span at the edge is clamped, never wrapped: centre 12, span 32 -> the whole middle
+    assert recall_middle(queries[1:, :1], keys, top_k=1, top_k_prime=1, span_size=32).tolist() == list(range(m))
+
+
+def test_longcache_defaults_are_the_authors_and_share_the_budget():
+    args = build_method("longcache", {}).args
+    assert (args.top_k, args.span_size, args.sink_length, args.chunk_size) == (4, 32, 32, 512)
+    # half the budget for the local window: (4096/2 - 32) // 32 = 63 spans of 32 tokens
+    assert args.top_k_prime == 63 and args.recalled_tokens == 2016 and args.local_window == 2048
+    for name in ("statedclm", "streamingllm", "longcache"):
+        assert build_method(name, {}).args.max_context_length == 4096
+    small = build_method("longcache", {"max_context_length": 512, "chunk_size": 128}).args
+    assert (small.top_k_prime, small.local_window) == (7, 256)
+    assert build_method("longcache", {}).describe()["args"]["top_k_prime"] == 63  # recorded resolved
 
 
 def test_budget_arguments_are_validated():
     with pytest.raises(MethodArgumentError, match="must exceed sink_length \\+ chunk_size"):
         build_method("statedclm", {"max_context_length": 512, "chunk_size": 512})
     with pytest.raises(MethodArgumentError, match="local window"):
-        build_method("longcache", {"max_context_length": 288, "chunk_size": 8})
+        build_method("longcache", {"max_context_length": 288, "chunk_size": 8, "top_k_prime": 9})
     with pytest.raises(MethodArgumentError, match="sigma"):
         build_method("statedclm", {"sigma": 0})

@@ -34,7 +34,7 @@ def test_headline_command_with_a_compressing_budget(method, tiny_model_dir, corp
 def test_passkey_generation_through_the_bounded_cache(method, tiny_model_dir, tmp_path):
     """generate_until goes through the method's own generator: chunked prefill, bounded decode."""
     out = tmp_path / "out"
-    budget = "max_context_length=24,chunk_size=8,sink_length=4,top_k_prime=4" if method == "longcache" else (
+    budget = "max_context_length=24,chunk_size=8,sink_length=4,top_k_prime=2,span_size=2" if method == "longcache" else (
         "max_context_length=24,chunk_size=8,sink_length=4")
     run(
         [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method={method},{budget}",

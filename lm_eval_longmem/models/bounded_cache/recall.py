@@ -1,54 +1,64 @@
-"""LongCache's recall of middle tokens by query-key relevance (position-agnostic top-k).
+"""LongCache's recall of middle spans by position-agnostic query-key relevance.
 
-Every stored entry is kept. For a chunk of queries, the "middle" (after the sinks, before the
-local window) is ranked without positions: each query, averaged over its KV group (one
-selection per KV head group), scores the middle's pre-RoPE keys by q.k and picks its `top_k`
-best; entries are ranked by how many picks they got (ties: best single score), and the spans
-of `span_size` tokens centred on them are recalled in that order until `top_k_prime` tokens
-are taken. The recalled tokens keep their original order.
+As the authors' code does it (OpenMOSS/ReAttention, `cache_utils_v0921.py`, `update` with
+`recall_type='qk'`, `pe_original=False`): every stored entry is kept; for a chunk of queries,
+each query *head* (GQA: through its KV head) scores the middle's pre-RoPE keys by q.k and
+picks its `top_k` best ("mid_size"); the picks of every head and query of the layer are
+pooled and counted, and when more distinct keys were picked than `top_k_prime`
+("recall_clip") the `top_k_prime` most often picked are kept (ties: best single score, then
+the earlier key). Each kept key is the centre of a span of `span_size` contiguous tokens
+([centre - span_size//2, centre - span_size//2 + span_size), clamped to the middle); the
+union of the spans is recalled, in the original order. So at most top_k_prime * span_size
+tokens are recalled, fewer where spans overlap or meet the middle's edges.
 """
 
 from __future__ import annotations
 
 import torch
 
+SCORE_BYTES = 64 * 2**20  # float32 scores held at once (queries are scored in blocks)
+
+
+def picked_keys(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(picks, scores) [H, c, k]: each query head's `top_k` middle keys by q.k (pre-RoPE)."""
+    heads, c, _ = queries.shape
+    kv_heads, m, _ = middle_keys.shape
+    keys = middle_keys.float().repeat_interleave(heads // kv_heads, dim=0)  # [H, m, d]
+    k = min(top_k, m)
+    block = max(1, SCORE_BYTES // (4 * heads * m))
+    picks, best = [], []
+    for start in range(0, c, block):
+        scores = queries[:, start : start + block].float() @ keys.transpose(1, 2)  # [H, b, m]
+        value, index = scores.topk(k, dim=-1)
+        picks.append(index)
+        best.append(value)
+    return torch.cat(picks, dim=1), torch.cat(best, dim=1)
+
+
+def recall_centres(picks: torch.Tensor, scores: torch.Tensor, m: int, top_k_prime: int) -> torch.Tensor:
+    """The (at most) `top_k_prime` most picked keys, as span centres (unsorted)."""
+    flat = picks.flatten()
+    counts = torch.bincount(flat, minlength=m)
+    best = torch.full((m,), float("-inf"), device=picks.device).scatter_reduce_(0, flat, scores.flatten().float(), reduce="amax")
+    candidates = torch.nonzero(counts > 0).flatten()  # ascending: the earlier key wins remaining ties
+    candidates = candidates[torch.argsort(best[candidates], descending=True, stable=True)]
+    candidates = candidates[torch.argsort(counts[candidates], descending=True, stable=True)]
+    return candidates[:top_k_prime]
+
+
+def spans_around(centres: torch.Tensor, span_size: int, m: int) -> torch.Tensor:
+    """Sorted distinct indices of the spans of `span_size` tokens around `centres`, within [0, m)."""
+    offsets = torch.arange(span_size, device=centres.device) - span_size // 2
+    return torch.unique((centres[:, None] + offsets[None, :]).clamp(0, m - 1).flatten())  # unique sorts
+
 
 def recall_middle(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int, top_k_prime: int, span_size: int) -> torch.Tensor:
     """Sorted indices (into the middle) of the recalled tokens.
 
-    queries: pre-RoPE [H, c, d]; middle_keys: pre-RoPE [Hkv, m, d].
+    queries: pre-RoPE [H, c, d]; middle_keys: pre-RoPE [Hkv, m, d]; top_k_prime counts spans.
     """
     m = middle_keys.shape[1]
     if m == 0 or top_k_prime <= 0 or top_k <= 0:
         return torch.zeros(0, dtype=torch.long, device=middle_keys.device)
-    kv_heads, (heads, c, d) = middle_keys.shape[0], queries.shape
-    grouped = queries.float().view(kv_heads, heads // kv_heads, c, d).mean(dim=1)  # mean score over the group
-    scores = grouped @ middle_keys.float().transpose(1, 2)  # [Hkv, c, m]
-    best, picks = scores.topk(min(top_k, m), dim=-1)
-    hits = torch.bincount(picks.flatten(), minlength=m).float()
-    top_score = torch.full((m,), float("-inf"), device=scores.device).scatter_reduce_(
-        0, picks.flatten(), best.flatten(), reduce="amax"
-    )
-    candidates = torch.nonzero(hits > 0).flatten()
-    order = torch.argsort(top_score[candidates], descending=True, stable=True)
-    candidates = candidates[order]
-    candidates = candidates[torch.argsort(hits[candidates], descending=True, stable=True)]
-    if span_size <= 1:
-        return candidates[:top_k_prime].sort().values
-    taken = torch.zeros(m, dtype=torch.bool, device=scores.device)
-    count = 0
-    for centre in candidates.tolist():
-        start = max(0, centre - span_size // 2)
-        stop = min(m, start + span_size)
-        new = ~taken[start:stop]
-        room = top_k_prime - count
-        if int(new.sum()) > room:  # a partial last span: keep the tokens nearest the centre
-            idx = torch.arange(start, stop, device=scores.device)[new]
-            idx = idx[torch.argsort((idx - centre).abs(), stable=True)[:room]]
-            taken[idx] = True
-            break
-        taken[start:stop] = True
-        count += int(new.sum())
-        if count >= top_k_prime:
-            break
-    return torch.nonzero(taken).flatten()
+    picks, scores = picked_keys(queries, middle_keys, top_k)
+    return spans_around(recall_centres(picks, scores, m, top_k_prime), span_size, m)

@@ -1,13 +1,21 @@
-"""`longcache`: LongCache (Liu et al. 2024, "Farewell to length extrapolation"), the stated-CLM
-paper's second baseline.
+"""`longcache`: LongCache (Liu et al. 2024, "Farewell to length extrapolation", since renamed
+ReAttention), the stated-CLM paper's second baseline, recalling what its authors' code recalls.
 
-Every entry is kept, but attention sees a bounded window: the `sink_length` first entries, up
-to `top_k_prime` middle tokens recalled by position-agnostic query-key relevance (each query
-picks its `top_k` best pre-RoPE keys; see bounded_cache/recall.py), and the most recent
-max_context_length - sink_length - top_k_prime entries. Positions are re-assigned inside that
-window (recalled tokens in their original order), so the model never sees a position beyond
-it. Settings are the stated-CLM paper's appendix B: top-k = 4, top-k' = 256 (its value for
-models other than Llama-2/3 and Gemma-2B), and Table 3's sink/budget/chunk.
+Every entry is kept, but attention sees a bounded window of `max_context_length` entries: the
+`sink_length` first ones, spans of `span_size` contiguous tokens recalled from the middle by
+position-agnostic query-key relevance (each query head picks its `top_k` best pre-RoPE keys;
+the `top_k_prime` most picked keys become span centres; see bounded_cache/recall.py), and
+the most recent max_context_length - sink_length - top_k_prime * span_size entries. Positions
+are re-assigned inside that window (recalled spans in their original order), so the model
+never sees a position beyond it.
+
+Defaults are the authors' (OpenMOSS/ReAttention configs `global_size 32, mid_size 4,
+span_size 32, chunk_size 512`; the stated-CLM paper's appendix B quotes top-k = 4): spans of
+32 tokens, and, as in their configs (32 + 127 x 32 + 4096 = 8192 for an 8k model, 48 x 32
+recalled beside a 2048 window for a 4k one), about half the budget for the local window and the
+rest for recalled spans: top_k_prime = (max_context_length/2 - sink_length) // span_size,
+63 spans for the shared budget of 4096. The stated-CLM paper's top-k' of 256 spans would
+recall 8192 tokens, more than the budget the three bounded methods share.
 """
 
 from __future__ import annotations
@@ -16,29 +24,41 @@ from dataclasses import dataclass, field
 
 import torch
 
-from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 
 
 @dataclass(frozen=True)
 class LongCacheArgs(BudgetArgs):
-    top_k: int = field(default=4, metadata={"help": "keys each query picks from the middle (top-k)"})
-    top_k_prime: int = field(default=256, metadata={"help": "middle tokens recalled into the window (top-k')"})
-    span_size: int = field(default=1, metadata={"help": "tokens recalled around each picked key"})
+    top_k: int = field(default=4, metadata={"help": "middle keys each query head picks (the authors' mid_size)"})
+    span_size: int = field(default=32, metadata={"help": "contiguous tokens recalled around each picked key"})
+    top_k_prime: int | None = field(
+        default=None,
+        metadata={"help": "spans recalled (the authors' recall_clip; default: half the budget, "
+                          "(max_context_length/2 - sink_length) // span_size)"},
+    )
 
     def __post_init__(self):
         super().__post_init__()
-        if self.top_k < 0 or self.top_k_prime < 0 or self.span_size < 1:
+        if self.top_k < 0 or self.span_size < 1 or (self.top_k_prime is not None and self.top_k_prime < 0):
             raise ValueError("top_k and top_k_prime must be >= 0 and span_size >= 1")
+        if self.top_k_prime is None:
+            half = self.max_context_length // 2 - self.sink_length
+            object.__setattr__(self, "top_k_prime", max(0, half // self.span_size))
         if self.local_window < 1:
             raise ValueError(
-                f"max_context_length ({self.max_context_length}) must exceed sink_length + top_k_prime "
-                f"({self.sink_length} + {self.top_k_prime}) to leave a local window"
+                f"max_context_length ({self.max_context_length}) must exceed sink_length + top_k_prime * span_size "
+                f"({self.sink_length} + {self.top_k_prime} * {self.span_size}) to leave a local window"
             )
 
     @property
+    def recalled_tokens(self) -> int:
+        """The most tokens recalled into the window (spans may overlap: then fewer)."""
+        return self.top_k_prime * self.span_size
+
+    @property
     def local_window(self) -> int:
-        return self.max_context_length - self.sink_length - self.top_k_prime
+        return self.max_context_length - self.sink_length - self.recalled_tokens
 
 
 class LongCachePolicy(CachePolicy):
@@ -57,13 +77,13 @@ class LongCachePolicy(CachePolicy):
         index = torch.cat([torch.arange(sinks, device=device), recalled + sinks, torch.arange(middle_end, n, device=device)])
         return cache.take(index)
 
-    def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
+    def shrink(self, cache: LayerCache, remove: int, evidence) -> LayerCache:
         raise AssertionError("LongCache keeps every entry")
 
 
 class LongCache(BoundedCacheMethod):
     name = "longcache"
-    summary = "LongCache: sinks + recalled top-k middle tokens + local window, positions re-assigned"
+    summary = "LongCache: sinks + recalled spans of contiguous middle tokens (top-k q.k picks) + local window"
     Args = LongCacheArgs
 
     def make_policy(self) -> CachePolicy:
