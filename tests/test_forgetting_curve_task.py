@@ -25,9 +25,14 @@ def test_docs_follow_the_protocol(tiny_model_dir, corpus_file):
     assert protocol["bos_id"] == 1 and protocol["eos_id"] == 2 and protocol["samples"] == 4
 
 
-def test_default_lengths_fill_the_model(tiny_model_dir, corpus_file):
+def test_default_lengths_reach_the_claimed_length(tiny_model_dir, corpus_file):
+    """The paper's grid goes up to l (here the tiny Llama's 128), inputs 2l + 1 past it (RoPE)."""
     task = make_task(tiny_model_dir, corpus_file, samples=1)
-    assert len(task.lengths) == 32 and task.lengths[-1] == 63
+    assert len(task.lengths) == 32 and task.lengths[-1] == 128
+    plan = task.config.metadata["protocol"]["length_plan"]
+    assert all(p["input_tokens"] == 2 * p["length"] + 1 and p["status"] == "planned" for p in plan)
+    assert all(p["beyond_training_length"] == (p["length"] >= 64) for p in plan)  # 2L + 1 > 128
+    assert plan[-1]["input_tokens"] == 257 and plan[-1]["beyond_context_length"]
 
 
 def test_same_seed_same_docs_other_seed_other_docs(tiny_model_dir, corpus_file):
@@ -62,9 +67,11 @@ def test_process_results_exact_and_reduced(tiny_model_dir, corpus_file):
     assert set(exact) | set(reduced) <= set(task.aggregation()) and set(task.aggregation()) == set(task.higher_is_better())
 
 
-def test_over_long_length_is_reported_before_any_work(tiny_model_dir, corpus_file):
-    with pytest.raises(ForgettingCurveConfigError, match="longest length that fits is 63"):
-        make_task(tiny_model_dir, corpus_file, max_length=64)
+def test_no_runnable_length_is_reported_before_any_work(tiny_model_dir, corpus_file):
+    """An explicit max_length caps the inputs; when no length fits it, nothing starts."""
+    metadata = {"pretrained": str(tiny_model_dir), "max_length": 100, "fc_corpus": str(corpus_file), "fc_lengths": [60, 64]}
+    with pytest.raises(ForgettingCurveConfigError, match="longest length that fits is 49"):
+        ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": metadata})
 
 
 def test_explicit_max_length_lets_users_probe_beyond_training(tiny_model_dir, corpus_file):

@@ -2,6 +2,18 @@
 
 The tasks size their inputs before any model is built (lm-eval builds tasks first), so they
 must reach the same answer as `LongMemLM.max_length` from the model arguments alone.
+
+Three lengths, kept apart on purpose:
+
+* the *training length* C: what the checkpoint declares (what it was trained on);
+* the *context length*: the longest input an ordinary request may have (`max_length`): C, a
+  context-extension method's C', any length for a bounded-memory method, or an explicit
+  `max_length=N`;
+* the *hard input limit*: what can run at all. Requests that probe memory past the trained
+  length on purpose (the forgetting curve's copy sequences of 2L + 1 tokens up to the claimed
+  length) may go past the context length, up to this limit: none for relative positions
+  (RoPE, ALiBi, FoX's forget gate, no positions) or bounded memory, the position table for
+  learned absolute positions (GPT-2 style), or an explicit `max_length=N`.
 """
 
 from __future__ import annotations
@@ -9,6 +21,11 @@ from __future__ import annotations
 from lm_eval.models.utils import resolve_max_length
 
 from lm_eval_longmem.models.methods import LongMemMethod
+
+# Config attributes that mean positions enter attention relatively (rotary or ALiBi).
+_RELATIVE_POSITION_ATTRIBUTES = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base")
+# Config attributes that declare the size of a learned absolute-position table.
+_POSITION_TABLE_ATTRIBUTES = ("n_positions", "max_position_embeddings")
 
 
 def training_length(config, tokenizer=None) -> int:
@@ -24,8 +41,40 @@ def usable_context_length(config, method: LongMemMethod, max_length: int | None 
 
 
 def default_sizing_length(config, method: LongMemMethod, max_length: int | None = None, tokenizer=None) -> int:
-    """What tasks size their default grids by: an explicit `max_length`, else the method's
-    `sizing_length` of the training length."""
+    """What tasks size their default grids by (the claimed length l): an explicit `max_length`,
+    else the method's `sizing_length` of the training length."""
     if max_length:
         return int(max_length)
     return method.sizing_length(training_length(config, tokenizer))
+
+
+def has_relative_positions(config) -> bool:
+    """True unless the config declares a learned absolute-position table (GPT-2, OPT, GPT-Neo,
+    StarCoder...): rotary or ALiBi settings, a FoX checkpoint, or no position count at all
+    (recurrent models) all let inputs run past the training length without an index error."""
+    from lm_eval_longmem.models.fox.configuration_fox import is_fox_config
+
+    if is_fox_config(config) or getattr(config, "alibi", False) is True:
+        return True
+    if any(getattr(config, name, None) for name in _RELATIVE_POSITION_ATTRIBUTES):
+        return True
+    return not any(getattr(config, name, None) for name in _POSITION_TABLE_ATTRIBUTES)
+
+
+def position_limit(config) -> int | None:
+    """Inputs longer than this cannot run at all (the absolute-position table's size); None
+    when positions are relative."""
+    if has_relative_positions(config):
+        return None
+    return min(int(getattr(config, name)) for name in _POSITION_TABLE_ATTRIBUTES if getattr(config, name, None))
+
+
+def hard_input_limit(config, method: LongMemMethod, max_length: int | None = None) -> int | None:
+    """The longest input that may run when a request asks to go past the context length on
+    purpose; None for no limit but memory. An explicit `max_length` is the user's cap; a
+    bounded-memory method keeps positions inside its cache, so the position table does not bind."""
+    if max_length:
+        return int(max_length)
+    if method.bounded_memory:
+        return None
+    return position_limit(config)

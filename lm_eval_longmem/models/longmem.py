@@ -23,7 +23,8 @@ from tqdm import tqdm
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import loading_from_hub, offline_context
-from lm_eval_longmem.models.context_length import training_length, usable_context_length
+from lm_eval_longmem.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
+from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
@@ -154,8 +155,9 @@ class LongMemLM(HFLM):
         return super()._encode_pair(context, continuation)
 
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
-        for (request_str, context_ids, continuation_ids) in requests:
-            self._check_fits(len(context_ids) + len(continuation_ids) - 1, request_str)
+        probes = [_is_probe(request_str) for request_str, _, _ in requests]
+        for (request_str, context_ids, continuation_ids), probe in zip(requests, probes):
+            self._check_fits(len(context_ids) + len(continuation_ids) - 1, request_str, probe)
         batch_size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 1)
         order = sorted(range(len(requests)), key=lambda i: -(len(requests[i][1]) + len(requests[i][2])))
         results = [None] * len(requests)
@@ -168,15 +170,30 @@ class LongMemLM(HFLM):
             # row = (context + continuation)[:-1]: the prediction at position p is for token p + 1,
             # so the continuation is predicted from the last len(continuation) positions.
             spans = [ScoredSpan(len(row) - len(requests[i][2]), tuple(requests[i][2])) for row, i in zip(rows, chunk)]
-            scores = self._score_rows(rows, spans)
+            scores = self._score_chunk(rows, spans, all(probes[i] for i in chunk))
             for i, score in zip(chunk, scores):
                 results[i] = score
                 request_str = requests[i][0]
-                if request_str is not None:
+                if request_str is not None and not isinstance(score, ScoreFailure):
                     self.cache_hook.add_partial("loglikelihood", request_str, score)
             progress.update(len(chunk))
         progress.close()
         return results
+
+    def _score_chunk(self, rows, spans, tolerate_oom: bool):
+        """Scores, or for length probes that run out of memory a `ScoreFailure` each (a batch
+        that does not fit is retried one row at a time first), so the task reports the length."""
+        try:
+            return self._score_rows(rows, spans)
+        except ScoringOutOfMemoryError as err:
+            if not tolerate_oom:
+                raise
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            if len(rows) > 1:
+                return [score for r, s in zip(rows, spans) for score in self._score_chunk([r], [s], True)]
+            logger.warning("%s Reported as a failed length; the run goes on.", err)
+            return [ScoreFailure(OUT_OF_MEMORY, str(err))]
 
     def _score_rows(self, rows, spans):
         width = max(len(r) for r in rows)
@@ -288,11 +305,19 @@ class LongMemLM(HFLM):
                 "max_length=N in --model_args to allow longer inputs."
             )
 
-    def _check_fits(self, num_tokens: int, request_str) -> None:
+    def _check_fits(self, num_tokens: int, request_str, probe: bool = False) -> None:
+        where = ""
+        if request_str is not None:
+            where = f" (request starting {str(request_str[0])[:60]!r})"
+        if probe:  # probes memory past max_length on purpose: only the hard limit applies
+            limit = hard_input_limit(self.config, self.longmem_method, self._max_length)
+            if limit is not None and num_tokens > limit:
+                raise ContextTooLongError(
+                    f"An input of {num_tokens} tokens cannot run: this model takes at most {limit} (its learned "
+                    f"absolute positions, or max_length in --model_args){where}. Nothing is truncated."
+                )
+            return
         if num_tokens > self.max_length:
-            where = ""
-            if request_str is not None:
-                where = f" (request starting {str(request_str[0])[:60]!r})"
             raise ContextTooLongError(
                 f"An input of {num_tokens} tokens is longer than the {self.max_length} tokens this model "
                 f"takes with method={self.longmem_method.name}{where}. lm-eval would silently cut it from "
@@ -312,11 +337,17 @@ class LongMemLM(HFLM):
                 "longmem_pretrained": DEFAULT_MODEL_NAME if self.uses_default_model else str(self.pretrained),
                 "longmem_training_length": training_length(self.config, self.tokenizer),
                 "longmem_context_length": self.max_length,
+                "longmem_bounded_memory": self.longmem_method.bounded_memory,
                 "longmem_scoring": self.scorer.strategy,
                 "longmem_reuse_prefix": self.reuse_prefix,
             }
         )
         return info
+
+
+def _is_probe(request_str) -> bool:
+    """A request whose context is a `LengthProbe` (lm-eval's request_str is (context, continuation))."""
+    return request_str is not None and is_length_probe(request_str[0])
 
 
 def _cut_at_stop_token(tokens: list[int], stop_ids) -> list[int]:

@@ -1,9 +1,11 @@
 """What a task can know about its model before meeting it: tokenizer, method, context length.
 
-lm-eval builds tasks before (and apart from) the model, passing `--model_args` merged with
-`--metadata` to them. Tasks that build token-level inputs resolve the model the same way
-`LongMemLM` does: `tokenizer=` or `pretrained=` (or, with neither, our embedded default),
-`method=` with its arguments (or the method a checkpoint records), and an explicit `max_length=`.
+lm-eval builds tasks apart from the model, passing `--model_args` merged with `--metadata` to
+them. Tasks that build token-level inputs resolve the model the same way `LongMemLM` does:
+`tokenizer=` or `pretrained=` (or, with neither, our embedded default), `method=` with its
+arguments (or the method a checkpoint records), and an explicit `max_length=`. The lengths are
+those of `models/context_length.py`; `bounded_memory` is the method's (`LongMemMethod`), the
+one place tasks learn that a method reads documents of any length.
 """
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ class ModelView:
     tokenizer: Any
     method: LongMemMethod
     training_length: int
-    context_length: int  # longest input accepted
-    sizing_length: int  # what default grids are sized by (see LongMemMethod.sizing_length)
+    context_length: int  # longest input an ordinary request may have
+    sizing_length: int  # what default grids are sized by: the claimed length l (LongMemMethod.sizing_length)
+    hard_input_limit: int | None  # longest input that can run at all; None: only memory limits it
+    relative_positions: bool  # False for learned absolute positions (inputs past the table cannot run)
+
+    @property
+    def bounded_memory(self) -> bool:
+        """The method reads documents of any length: no task skips or truncates one."""
+        return self.method.bounded_memory
 
     @property
     def bos_id(self) -> int:
@@ -40,7 +49,13 @@ class ModelView:
 
 
 def model_view(metadata: dict[str, Any]) -> ModelView:
-    from lm_eval_longmem.models.context_length import default_sizing_length, training_length, usable_context_length
+    from lm_eval_longmem.models.context_length import (
+        default_sizing_length,
+        hard_input_limit,
+        has_relative_positions,
+        training_length,
+        usable_context_length,
+    )
 
     source = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(source, str) or not source:
@@ -62,6 +77,8 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
         training_length=training_length(config, tokenizer),
         context_length=usable_context_length(config, method, metadata.get("max_length"), tokenizer),
         sizing_length=default_sizing_length(config, method, metadata.get("max_length"), tokenizer),
+        hard_input_limit=hard_input_limit(config, method, metadata.get("max_length")),
+        relative_positions=has_relative_positions(config),
     )
 
 

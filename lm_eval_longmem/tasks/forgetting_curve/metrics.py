@@ -3,7 +3,11 @@
 Fine-grained memory length: the largest tested L whose mean copy accuracy exceeds 99%.
 Coarse-grained memory length: the largest tested L where copy beats LM accuracy by more
 than 1 point. (The paper's footnote 8 and Table 3; 0 when no length qualifies.) A length
-is a lower bound ("> L" in the paper) when the largest tested length still qualifies.
+is a lower bound ("> L" in the paper) when the largest length with results still qualifies.
+
+Both are computed on the whole grid, including lengths whose input is past the training
+length. A length that gave no numbers (status `model_limit`, `out_of_memory`,
+`cut_by_model`) stays in the curve with its status and counts for neither.
 """
 
 from __future__ import annotations
@@ -29,11 +33,32 @@ class LengthSummary:
     num_samples: int
 
 
+OK = "ok"
+
+
+def _status(record) -> str:
+    return record.get("status", OK)
+
+
 def _by_length(records):
+    """Records with numbers, grouped by length (failed ones are left to `_failures`)."""
     groups = defaultdict(list)
     for record in records:
-        groups[int(record["length"])].append(record)
+        if _status(record) == OK:
+            groups[int(record["length"])].append(record)
     return dict(sorted(groups.items()))
+
+
+def _failures(records) -> dict[int, dict]:
+    """Per length that failed at least once: the status, how many samples and one detail."""
+    failed: dict[int, dict] = {}
+    for record in records:
+        if _status(record) != OK:
+            entry = failed.setdefault(int(record["length"]), {"status": _status(record), "failed_samples": 0})
+            entry["failed_samples"] += 1
+            if record.get("detail"):
+                entry.setdefault("detail", record["detail"])
+    return failed
 
 
 def population_std(values) -> float:
@@ -64,16 +89,49 @@ class Curve(SummarizedMetric):
     """The whole curve as one metric value; the printed table shows only its summary."""
 
     def summary(self) -> str:
-        return f"{len(self.field('points'))} points ({self.field('mode')}); see the results JSON"
+        failed = self.get_field("failed_lengths") or []
+        note = f", {len(failed)} length(s) without numbers" if failed else ""
+        return f"{len(self.field('points'))} points ({self.field('mode')}){note}; see the results JSON"
+
+    def get_field(self, key, default=None):
+        return dict.get(self, key, default)
 
 
-def accuracy_curve(records) -> Curve:
+def _with_plan(points: list[dict], records, plans) -> list[dict]:
+    """Every planned length, in order: its numbers (if any), its input size, whether that is
+    past the training/context length, and its status (`ok` when it has numbers)."""
+    by_length = {int(p["length"]): p for p in points}
+    failures = _failures(records)
+    lengths = sorted(set(by_length) | set(failures) | {p.length for p in plans or ()})
+    plan_of = {p.length: p for p in plans or ()}
+    merged = []
+    for length in lengths:
+        point = dict(by_length.get(length, {"length": length}))
+        plan = plan_of.get(length)
+        if plan is not None:
+            point.update(input_tokens=plan.input_tokens, beyond_training_length=plan.beyond_training_length,
+                         beyond_context_length=plan.beyond_context_length)
+        if length in failures:
+            point.update(failures[length])
+            if length in by_length:  # some samples ran, others failed
+                point["status"] = "partial:" + failures[length]["status"]
+        elif length in by_length:
+            point["status"] = OK
+        elif plan is not None and not plan.runs:
+            point.update(status=plan.status, detail=plan.reason)
+        else:
+            point["status"] = "no_samples"  # e.g. --limit left it out
+        merged.append(point)
+    return merged
+
+
+def accuracy_curve(records, plans=None) -> Curve:
     summaries = summarize(records)
     fine, coarse = fine_memory_length(summaries), coarse_memory_length(summaries)
     largest = summaries[-1].length if summaries else 0
     return Curve(
         mode="accuracy",
-        points=[asdict(s) for s in summaries],
+        **_points_and_statuses([asdict(s) for s in summaries], records, plans),
         fine_memory_length=fine,
         coarse_memory_length=coarse,
         fine_is_lower_bound=bool(summaries) and fine == largest,
@@ -81,10 +139,22 @@ def accuracy_curve(records) -> Curve:
     )
 
 
+def _points_and_statuses(points: list[dict], records, plans) -> dict:
+    """`points`: the lengths with numbers (what plots draw), each with its input size and
+    status; `lengths`: every planned length with its status, failed ones included;
+    `failed_lengths`: those without (complete) numbers."""
+    everything = _with_plan(points, records, plans)
+    return {
+        "points": [p for p in everything if "num_samples" in p],
+        "lengths": everything,
+        "failed_lengths": [p["length"] for p in everything if p["status"] != OK],
+    }
+
+
 REDUCED_FIELDS = ("copy_exact", "lm_exact", "copy_nll", "lm_nll")
 
 
-def reduced_curve(records) -> Curve:
+def reduced_curve(records, plans=None) -> Curve:
     points = []
     for length, group in _by_length(records).items():
         point = {"length": length}
@@ -93,7 +163,7 @@ def reduced_curve(records) -> Curve:
         points.append(point)
     return Curve(
         mode="reduced",
-        points=points,
+        **_points_and_statuses(points, records, plans),
         fine_memory_length=None,
         coarse_memory_length=None,
         fine_is_lower_bound=False,
@@ -101,11 +171,15 @@ def reduced_curve(records) -> Curve:
     )
 
 
-def curve(records) -> Curve:
+def curve(records, plans=None) -> Curve:
+    """The curve over every planned length (`protocol.LengthPlan`s), numbers where there are."""
     records = list(records)
-    if records and "copy" not in records[0]:
-        return reduced_curve(records)
-    return accuracy_curve(records)
+    with_numbers = [r for r in records if _status(r) == OK]
+    if with_numbers and "copy" not in with_numbers[0]:
+        return reduced_curve(records, plans)
+    if not with_numbers and any(_status(r) == "cut_by_model" for r in records):
+        return reduced_curve(records, plans)
+    return accuracy_curve(records, plans)
 
 
 def aggregate_fine(records) -> int:

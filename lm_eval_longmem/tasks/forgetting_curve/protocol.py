@@ -1,9 +1,11 @@
 """The forgetting-curve protocol: options from `--metadata`, the model's tokenizer and limit.
 
-lm-eval builds tasks before they meet a model, handing them `--model_args` merged with
-`--metadata`. From those we resolve the same tokenizer and the same context length the
-model will use, then the test lengths. Defaults are the paper's protocol: 32 lengths from
-8 up to the longest that fits the model, linear spacing, 10 samples each, PG-19.
+lm-eval builds tasks apart from the model, handing them `--model_args` merged with
+`--metadata`. From those we resolve the same tokenizer and lengths the model will use, then
+the test lengths. Defaults are the paper's protocol: 32 lengths from 8 up to the model's
+claimed length l, linear spacing, 10 samples each, PG-19. The copy input is then up to 2l + 1
+tokens, past the training length, as in the paper (that is where the amnesia region shows);
+only models that cannot run such inputs at all (learned absolute positions) stop at about l/2.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class ForgettingCurveConfigError(TaskOptionError):
 class Options:
     """What `--metadata fc_<name>=...` can set (paper defaults)."""
 
-    max_length: int | None = None  # largest L; default: the longest that fits the model
+    max_length: int | None = None  # largest L; default: the claimed length (see default_top_length)
     min_length: int = 8
     points: int = 32
     granularity: str = "linear"  # or "log"
@@ -65,25 +67,75 @@ def max_fitting_length(context_length: int) -> int:
     return (context_length - 1) // 2
 
 
-def test_lengths(options: Options, context_length: int, sizing_length: int | None = None) -> list[int]:
-    """The lengths to test; raises (never truncates) when one would not fit the model.
+@dataclass(frozen=True)
+class LengthPlan:
+    """One test length and what is known about it before it runs.
 
-    The default grid reaches the longest L that fits `sizing_length` (the context length,
-    unless the method takes any length: then the base model's, see `LongMemMethod.sizing_length`).
+    `runs` is False when the input cannot run at all (past a learned absolute-position table,
+    or an explicit `max_length`): the length stays in the results with status `model_limit`.
     """
-    limit = max_fitting_length(context_length)
+
+    length: int
+    input_tokens: int  # 2L + 1
+    beyond_training_length: bool  # the input is longer than the checkpoint was trained on
+    beyond_context_length: bool  # ... and than the method's context length (max_length)
+    runs: bool
+    reason: str | None = None
+
+    @property
+    def status(self) -> str:
+        return "planned" if self.runs else "model_limit"
+
+
+@dataclass(frozen=True)
+class ModelLengths:
+    """The lengths of `tasks.model_view.ModelView` that the protocol needs."""
+
+    training_length: int
+    context_length: int
+    claimed_length: int  # l: the method's sizing length (or an explicit max_length)
+    hard_input_limit: int | None  # None: only memory limits the input
+
+    @classmethod
+    def of(cls, view) -> ModelLengths:
+        return cls(view.training_length, view.context_length, view.sizing_length, view.hard_input_limit)
+
+
+def default_top_length(model: ModelLengths) -> int:
+    """The paper's default largest L: the claimed length l itself (the copy input is then about
+    2l tokens, past the training length: where the amnesia region shows), unless the input
+    would pass a hard limit (learned absolute positions, an explicit max_length): then the
+    largest L whose 2L + 1 tokens fit it, i.e. about l/2."""
+    if model.hard_input_limit is None:
+        return model.claimed_length
+    return min(model.claimed_length, max_fitting_length(model.hard_input_limit))
+
+
+def plan_lengths(options: Options, model: ModelLengths) -> list[LengthPlan]:
+    """Every length to report, each with its input size and whether it can run.
+
+    A length past the hard input limit is kept (status `model_limit`, logged), never dropped;
+    only when no length can run at all is it an error, before any work is done.
+    """
     if options.lengths is not None:
         lengths = list(options.lengths)
     else:
-        default_top = max_fitting_length(min(context_length, sizing_length or context_length))
-        top = options.max_length if options.max_length is not None else default_top
+        top = options.max_length if options.max_length is not None else default_top_length(model)
         lengths = length_grid(options.min_length, top, options.points, options.granularity)
-    too_long = [L for L in lengths if input_tokens(L) > context_length]
-    if too_long:
-        raise ForgettingCurveConfigError(
-            f"forgetting_curve: length(s) {too_long} need {input_tokens(max(too_long))} input tokens "
-            f"(2L + 1), but the model takes {context_length}. The longest length that fits is {limit}: "
-            f"lower fc_max_length/fc_lengths, or raise the model's limit explicitly (max_length=N in "
-            "--model_args, or a context-extension method) to probe beyond it. Nothing is truncated."
+    plans = []
+    for L in lengths:
+        tokens = input_tokens(L)
+        limit = model.hard_input_limit
+        runs = limit is None or tokens <= limit
+        reason = None if runs else (
+            f"needs {tokens} input tokens (2L + 1); the model cannot take more than {limit}"
         )
-    return lengths
+        plans.append(LengthPlan(L, tokens, tokens > model.training_length, tokens > model.context_length, runs, reason))
+    if not any(p.runs for p in plans):
+        limit = model.hard_input_limit
+        raise ForgettingCurveConfigError(
+            f"forgetting_curve: none of the lengths {lengths} can run: they need up to {input_tokens(max(lengths))} "
+            f"input tokens (2L + 1), but the model takes at most {limit} (learned absolute positions, or max_length "
+            f"in --model_args). The longest length that fits is {max_fitting_length(limit)}. Nothing is truncated."
+        )
+    return plans

@@ -2,8 +2,15 @@
 
 Each document is one (length L, sample) pair holding a copy target S and an irrelevant
 text I, both spans of the corpus token stream. It becomes exactly two loglikelihood
-requests, copy and LM, one teacher-forced forward each. The requests are `TokenText`s: the
-exact tokens for `--model longmem`, and their decoded text for any other lm-eval model.
+requests, copy and LM, one teacher-forced forward each. The requests are `LengthProbe`s: the
+exact tokens for `--model longmem`, which runs them past its context length up to the claimed
+length as the paper does, and their decoded text for any other lm-eval model.
+
+Every planned length is reported in the `curve` with its input size, whether that input is
+past the training length, and a status: `ok`, `model_limit` (cannot run at all: learned
+absolute positions or an explicit max_length), `out_of_memory` (failed while running), or
+`cut_by_model` (a model other than longmem whose context is shorter than the input: lm-eval's
+models cut such inputs from the left, so no number is reported for it).
 
 `--model longmem` returns per-token argmax hits, so the paper's accuracies are computed
 exactly. Other models can only answer lm-eval's `(loglikelihood, is_greedy)`: the task then
@@ -21,12 +28,13 @@ from lm_eval.api.metrics import mean
 
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_tokens
-from lm_eval_longmem.requests import TokenText
+from lm_eval_longmem.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.forgetting_curve import metrics
-from lm_eval_longmem.tasks.forgetting_curve.protocol import Options, max_fitting_length, test_lengths
+from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, max_fitting_length, plan_lengths
 from lm_eval_longmem.tasks.forgetting_curve.sequences import (
     copy_sequence,
+    input_tokens,
     lm_sequence,
     num_scored,
     sample_spans,
@@ -45,6 +53,12 @@ REDUCED_WARNING = (
     "exactly) and copy_nll/lm_nll (mean negative log-likelihood per scored token). Use "
     "--model longmem for the forgetting curve itself."
 )
+CUT_WARNING = (
+    "forgetting_curve: length(s) %s need more input tokens (2L + 1) than this model's context (%d). This model is "
+    "not longmem, and lm-eval's models cut such inputs from the left, so these lengths are reported with status "
+    "cut_by_model and no numbers. Pass max_length=N in --model_args to let it run them (relative positions), or "
+    "use --model longmem."
+)
 
 
 class ForgettingCurveTask(LongMemTask):
@@ -60,7 +74,16 @@ class ForgettingCurveTask(LongMemTask):
         metadata = dict(self.config.metadata or {})
         options = Options.from_metadata(metadata)
         model = model_view(metadata)
-        self.lengths = test_lengths(options, model.context_length, model.sizing_length)
+        self.plans = plan_lengths(options, ModelLengths.of(model))
+        self.context_length = model.context_length
+        self.lengths = [p.length for p in self.plans if p.runs]
+        blocked = [p.length for p in self.plans if not p.runs]
+        if blocked:
+            logger.warning(
+                "forgetting_curve: length(s) %s cannot run on this model (%s); they are reported with status "
+                "model_limit.", blocked, next(p.reason for p in self.plans if not p.runs),
+            )
+        self._warned_cut = False
         corpus = load_corpus(options.corpus)
         stream = corpus_tokens(corpus, model.tokenizer)
         self.tokenizer, self.bos_id, self.eos_id = model.tokenizer, model.bos_id, model.eos_id
@@ -81,7 +104,12 @@ class ForgettingCurveTask(LongMemTask):
         docs = round_robin(by_length)  # so that --limit N keeps every length
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
         self.config.metadata["protocol"] = {
-            "lengths": self.lengths,
+            "lengths": [p.length for p in self.plans],
+            "length_plan": [
+                {"length": p.length, "input_tokens": p.input_tokens, "beyond_training_length": p.beyond_training_length,
+                 "beyond_context_length": p.beyond_context_length, "status": p.status, "reason": p.reason}
+                for p in self.plans
+            ],
             "samples": options.samples,
             "seed": options.seed,
             "granularity": "explicit" if options.lengths else options.granularity,
@@ -95,6 +123,10 @@ class ForgettingCurveTask(LongMemTask):
             "context_length": model.context_length,
             "max_fitting_length": max_fitting_length(model.context_length),
             "training_length": model.training_length,
+            "claimed_length": model.sizing_length,
+            "hard_input_limit": model.hard_input_limit,
+            "relative_positions": model.relative_positions,
+            "bounded_memory": model.bounded_memory,
         }
         logger.info(
             "forgetting_curve: %d lengths (%d..%d) x %d samples on %s (%d tokens)",
@@ -132,8 +164,8 @@ class ForgettingCurveTask(LongMemTask):
     def _decode(self, ids) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
-    def _token_text(self, ids) -> TokenText:
-        return TokenText(self._decode(ids), ids)
+    def _token_text(self, ids) -> LengthProbe:
+        return LengthProbe(self._decode(ids), ids)
 
     # --- metrics --------------------------------------------------------------------------
     def _tag(self, length: int) -> str:
@@ -143,6 +175,9 @@ class ForgettingCurveTask(LongMemTask):
         copy, lm = results
         length = int(doc["length"])
         tag = self._tag(length)
+        failed = next((r for r in (copy, lm) if isinstance(r, ScoreFailure)), None)
+        if failed is not None:
+            return self._status_only({"length": length, "status": failed.reason, "detail": failed.detail})
         if hasattr(copy, "num_correct") and hasattr(lm, "num_correct"):
             record = {"length": length, "copy": copy.accuracy, "lm": lm.accuracy}
             return {
@@ -157,6 +192,12 @@ class ForgettingCurveTask(LongMemTask):
         if not self._warned_reduced:
             logger.warning(REDUCED_WARNING)
             self._warned_reduced = True
+        if input_tokens(length) > self.context_length:
+            if not self._warned_cut:
+                cut = [L for L in self.lengths if input_tokens(L) > self.context_length]
+                logger.warning(CUT_WARNING, cut, self.context_length)
+                self._warned_cut = True
+            return {"curve": {"length": length, "status": "cut_by_model"}}  # the reduced metric has no memory lengths
         scored = num_scored(length)
         record = {
             "length": length,
@@ -167,6 +208,12 @@ class ForgettingCurveTask(LongMemTask):
         }
         reduced = {f"{field}@{tag}": record[field] for field in metrics.REDUCED_FIELDS}
         return {**reduced, "curve": record}
+
+    @staticmethod
+    def _status_only(record: dict) -> dict:
+        """A document whose length did not give numbers: only the curve (and the memory
+        lengths, which skip it) hear of it."""
+        return {"fine_memory_length": record, "coarse_memory_length": record, "curve": record}
 
     def _per_length(self, make):
         table = {}
@@ -189,9 +236,12 @@ class ForgettingCurveTask(LongMemTask):
         table.update(
             fine_memory_length=metrics.aggregate_fine,
             coarse_memory_length=metrics.aggregate_coarse,
-            curve=metrics.curve,
+            curve=self._curve,
         )
         return table
+
+    def _curve(self, records) -> metrics.Curve:
+        return metrics.curve(records, getattr(self, "plans", None))
 
     def higher_is_better(self) -> dict:
         table = self._per_length(
