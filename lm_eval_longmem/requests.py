@@ -7,12 +7,15 @@ model sees an ordinary string, while `longmem` scores the ids themselves.
 
 A `ScoredContinuation` is lm-eval's `(loglikelihood, is_greedy)` pair that also carries the
 number of continuation tokens the model predicted correctly (teacher forcing, argmax), which
-per-token accuracy metrics such as the forgetting curve need.
+per-token accuracy metrics such as the forgetting curve need, and each continuation token's
+negative log-likelihood, which per-position loss curves (`longmem_perplexity`) need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 
 class TokenText(str):
@@ -35,19 +38,22 @@ def token_ids_of(text) -> tuple[int, ...] | None:
 
 
 class ScoredContinuation(tuple):
-    """`(loglikelihood, is_greedy)` plus `num_correct` and `num_tokens` of the continuation."""
+    """`(loglikelihood, is_greedy)` plus `num_correct`, `num_tokens` and (when the scorer kept
+    them) `token_nll`, the float32 array of each continuation token's negative log-likelihood."""
 
     num_correct: int
     num_tokens: int
+    token_nll: np.ndarray | None
 
-    def __new__(cls, loglikelihood: float, is_greedy: bool, num_correct: int, num_tokens: int):
+    def __new__(cls, loglikelihood: float, is_greedy: bool, num_correct: int, num_tokens: int, token_nll=None):
         obj = super().__new__(cls, (float(loglikelihood), bool(is_greedy)))
         obj.num_correct = int(num_correct)
         obj.num_tokens = int(num_tokens)
+        obj.token_nll = None if token_nll is None else np.asarray(token_nll, dtype=np.float32)
         return obj
 
     def __getnewargs__(self):  # keeps the counts through lm-eval's sqlite cache (pickle)
-        return (self[0], self[1], self.num_correct, self.num_tokens)
+        return (self[0], self[1], self.num_correct, self.num_tokens, self.token_nll)
 
     @property
     def accuracy(self) -> float:

@@ -38,14 +38,15 @@ class Corpus:
     documents: tuple[str, ...]
 
 
-def load_corpus(name: str = "auto") -> Corpus:
+def load_corpus(name: str = "auto", option: str = "fc_corpus") -> Corpus:
+    """The corpus `name`; `option` is the task option named in the fix when PG-19 is missing."""
     if name == "pg19":
-        return load_pg19()
+        return load_pg19(option)
     if name == "shakespeare":
         return load_shakespeare()
     if name == "auto":
         try:
-            return load_pg19()
+            return load_pg19(option)
         except CorpusUnavailableError as err:
             logger.warning("%s Falling back to the offline Shakespeare corpus.", err)
             return load_shakespeare()
@@ -57,7 +58,7 @@ def load_corpus(name: str = "auto") -> Corpus:
     )
 
 
-def load_pg19() -> Corpus:
+def load_pg19(option: str = "fc_corpus") -> Corpus:
     import datasets
 
     def _load():
@@ -74,7 +75,7 @@ def load_pg19() -> Corpus:
             f"PG-19 ({PG19_DATASET}) is not in the local datasets cache and the Hub cannot be reached "
             f"({type(err).__name__}). Fix: run once where the Hub is reachable to cache it, e.g. "
             f"`python -c \"import datasets; datasets.load_dataset('{PG19_DATASET}', split='test')\"`, "
-            "or choose an offline corpus with --metadata fc_corpus=shakespeare (or a path to text files)."
+            f"or choose an offline corpus with --metadata {option}=shakespeare (or a path to text files)."
         ) from err
     documents = tuple(f"{b['short_book_title']}\n{b['text']}\n" for b in books)
     return Corpus("pg19", f"pg19:{books._fingerprint}", documents)

@@ -114,18 +114,22 @@ class TeacherForcedScorer:
 
 
 class SpanTotals:
-    """Running log-likelihood and argmax hits over chunks of one span."""
+    """Running log-likelihood, argmax hits and per-token losses over chunks of one span."""
 
     def __init__(self):
         self.loglikelihood = 0.0
         self.correct = 0
+        self.token_nll: list[torch.Tensor] = []  # float32 on the CPU: one value per scored token
 
     def add(self, logits: torch.Tensor, targets: torch.Tensor) -> None:
         logits = logits.float()
         log_norm = torch.logsumexp(logits, dim=-1)
         target_logits = logits.gather(-1, targets[:, None]).squeeze(-1)
-        self.loglikelihood += float((target_logits - log_norm).sum())
+        token_loglik = target_logits - log_norm
+        self.loglikelihood += float(token_loglik.sum())
         self.correct += int((logits.argmax(dim=-1) == targets).sum())
+        self.token_nll.append((-token_loglik).detach().to("cpu", torch.float32))
 
     def result(self, num_tokens: int) -> ScoredContinuation:
-        return ScoredContinuation(self.loglikelihood, self.correct == num_tokens, self.correct, num_tokens)
+        nll = torch.cat(self.token_nll).numpy() if self.token_nll else None
+        return ScoredContinuation(self.loglikelihood, self.correct == num_tokens, self.correct, num_tokens, nll)

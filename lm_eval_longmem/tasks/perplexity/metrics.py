@@ -1,0 +1,88 @@
+"""From per-window losses to perplexity per length and the loss-by-position curve.
+
+Perplexity at a length is exp(total NLL / total predicted tokens) over its windows (every
+window of one length predicts the same number of tokens, so this is also exp of the mean of
+the windows' mean NLL). The loss curve L(i), as the FoX paper plots it, is the mean loss of
+the token at position i of a window, pooled over the windows of the longest length and
+averaged inside equal-width position bins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from lm_eval_longmem.tasks.summarized_metric import SummarizedMetric
+
+
+def perplexity(records) -> float:
+    nll = sum(r["nll_sum"] for r in records)
+    tokens = sum(r["tokens"] for r in records)
+    return math.exp(nll / tokens) if tokens else float("nan")
+
+
+def mean_nll(records) -> float:
+    tokens = sum(r["tokens"] for r in records)
+    return sum(r["nll_sum"] for r in records) / tokens if tokens else float("nan")
+
+
+def bin_edges(length: int, bins: int) -> np.ndarray:
+    """Integer edges of `bins` equal-width bins over the predicted positions 1 .. length-1."""
+    edges = np.unique(np.linspace(1, length, num=min(bins, length - 1) + 1).round().astype(int))
+    return edges
+
+
+def binned_loss(token_nll: list[np.ndarray], length: int, bins: int) -> dict:
+    """Mean loss per position bin; token_nll[w][j] is the loss of position j + 1 of window w."""
+    losses = np.stack([np.asarray(t, dtype=np.float64) for t in token_nll])  # [windows, length - 1]
+    by_position = losses.mean(axis=0)
+    edges = bin_edges(length, bins)
+    positions, loss, tokens = [], [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        # predicted position p sits at column p - 1
+        positions.append(float((lo + hi - 1) / 2))
+        loss.append(float(by_position[lo - 1 : hi - 1].mean()))
+        tokens.append(int((hi - lo) * losses.shape[0]))
+    return {"positions": positions, "loss": loss, "edges": [int(e) for e in edges], "tokens": tokens}
+
+
+class LossCurve(SummarizedMetric):
+    def summary(self) -> str:
+        if not self.field("loss"):
+            return "no per-token losses (use --model longmem)"
+        return f"{len(self.field('loss'))} bins to position {self.field('length') - 1}; see the results JSON"
+
+
+class PerplexityCurve(SummarizedMetric):
+    def summary(self) -> str:
+        return f"{len(self.field('lengths'))} lengths; see the results JSON"
+
+
+def _by_length(records) -> dict[int, list]:
+    groups = defaultdict(list)
+    for r in records:
+        groups[int(r["length"])].append(r)
+    return dict(sorted(groups.items()))
+
+
+def loss_curve(records, bins: int) -> LossCurve:
+    """L(i) over the windows of the longest length that has per-token losses (and per length)."""
+    with_losses = {L: g for L, g in _by_length(records).items() if all(r.get("token_nll") is not None for r in g)}
+    if not with_losses:
+        return LossCurve(length=0, windows=0, positions=[], loss=[], edges=[], tokens=[], by_length={})
+    by_length = {L: binned_loss([r["token_nll"] for r in g], L, bins) for L, g in with_losses.items()}
+    longest = max(with_losses)
+    return LossCurve(length=longest, windows=len(with_losses[longest]), **by_length[longest],
+                     by_length={str(L): curve for L, curve in by_length.items()})
+
+
+def perplexity_curve(records) -> PerplexityCurve:
+    groups = _by_length(records)
+    return PerplexityCurve(
+        lengths=list(groups),
+        ppl=[perplexity(g) for g in groups.values()],
+        nll=[mean_nll(g) for g in groups.values()],
+        windows=[len(g) for g in groups.values()],
+    )

@@ -1,0 +1,97 @@
+"""The perplexity protocol: options from `--metadata ppl_*`, the length grid, the windows.
+
+As LongLoRA and YaRN report it: for each evaluation length L, windows of L consecutive tokens
+cut from books without overlap; the model reads each window once, teacher-forced, and the
+perplexity at L is exp of the mean negative log-likelihood of the window's predicted tokens
+(positions 1 .. L-1, each predicted from everything before it in the window). Windows are cut
+inside single documents (a window never spans two books); the default grid halves down from
+the model's claimed length (l, l/2, l/4, l/8), the powers of two those papers tabulate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
+
+OPTION_PREFIX = "ppl_"
+MIN_LENGTH = 2  # one token read, one predicted
+
+
+class PerplexityConfigError(TaskOptionError):
+    """A perplexity option is unknown, malformed, or asks for more than the model or corpus gives."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `--metadata ppl_<name>=...` can set."""
+
+    lengths: tuple[int, ...] | None = None  # explicit window lengths, instead of the grid
+    max_length: int | None = None  # top of the grid; default: the model's claimed length
+    points: int = 4  # grid: max_length, max_length/2, ... (this many lengths)
+    windows: int = 4  # windows per length
+    corpus: str = "auto"  # auto | pg19 | shakespeare | <path>
+    bins: int = 16  # position bins of the loss curve
+    seed: int = 0
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any]) -> Options:
+        return parse_task_options(cls, metadata, OPTION_PREFIX, PerplexityConfigError)
+
+    def validate(self) -> None:
+        if self.points < 1 or self.windows < 1 or self.bins < 1:
+            raise PerplexityConfigError("ppl_points, ppl_windows and ppl_bins must be positive")
+        if self.lengths is not None and (not self.lengths or min(self.lengths) < MIN_LENGTH):
+            raise PerplexityConfigError(f"ppl_lengths must be a non-empty list of integers >= {MIN_LENGTH}")
+        if self.max_length is not None and self.max_length < MIN_LENGTH:
+            raise PerplexityConfigError(f"ppl_max_length must be >= {MIN_LENGTH}")
+        if self.lengths is not None and self.max_length is not None:
+            raise PerplexityConfigError("give ppl_lengths or ppl_max_length (with ppl_points), not both")
+
+
+def halving_grid(top: int, points: int) -> list[int]:
+    """top, top/2, top/4, ... (`points` lengths, none below MIN_LENGTH), ascending."""
+    return sorted({max(MIN_LENGTH, top >> i) for i in range(points)})
+
+
+def input_tokens(length: int) -> int:
+    """Tokens the model reads for one window of `length` tokens (the last one is only a target)."""
+    return length - 1
+
+
+def test_lengths(options: Options, context_length: int, sizing_length: int) -> list[int]:
+    """The window lengths; raises (never truncates) when one would not fit the model."""
+    if options.lengths is not None:
+        lengths = list(options.lengths)
+    else:
+        top = options.max_length if options.max_length is not None else min(sizing_length, context_length + 1)
+        lengths = halving_grid(top, options.points)
+    too_long = [L for L in lengths if input_tokens(L) > context_length]
+    if too_long:
+        raise PerplexityConfigError(
+            f"longmem_perplexity: window length(s) {too_long} make the model read {input_tokens(max(too_long))} "
+            f"tokens, but it takes {context_length}. The longest window that fits is {context_length + 1}: lower "
+            "ppl_max_length/ppl_lengths, or raise the model's limit explicitly (max_length=N in --model_args, or "
+            "a context-extension method). Nothing is truncated."
+        )
+    return lengths
+
+
+def book_windows(documents: list[np.ndarray], length: int, count: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """(document, start) of `count` non-overlapping windows of `length` tokens inside documents.
+
+    Each document is cut into consecutive windows [0, L), [L, 2L), ...; `count` of all those
+    slots are drawn without replacement (so windows never overlap), in a reproducible order."""
+    slots = [(d, k * length) for d, tokens in enumerate(documents) for k in range(len(tokens) // length)]
+    if len(slots) < count:
+        longest = max((len(t) for t in documents), default=0)
+        raise PerplexityConfigError(
+            f"longmem_perplexity: the corpus has {len(slots)} non-overlapping windows of {length} tokens inside its "
+            f"documents (longest document: {longest} tokens), {count} are asked for. Lower ppl_windows or the "
+            "lengths, or use a corpus with longer or more documents (ppl_corpus=pg19, or a path)."
+        )
+    chosen = rng.choice(len(slots), size=count, replace=False)
+    return [slots[i] for i in sorted(chosen)]
