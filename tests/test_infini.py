@@ -298,11 +298,14 @@ def test_gradients_reach_the_gates_and_flow_through_the_memory():
 
 
 def test_default_task_grids_stay_at_the_base_length_while_longer_inputs_are_accepted(tiny_model_dir):
-    from lm_eval_longmem.tasks.forgetting_curve.protocol import Options, test_lengths
+    from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, plan_lengths
     from lm_eval_longmem.tasks.model_view import model_view
 
     view = model_view({"pretrained": str(tiny_model_dir), "method": "infini", "segment_length": 16})
-    assert view.sizing_length == 128 and view.context_length >= 1 << 20
-    assert max(test_lengths(Options.from_metadata({}), view.context_length, view.sizing_length)) == 63
+    assert view.bounded_memory and view.sizing_length == 128 and view.context_length >= 1 << 20
+    assert view.hard_input_limit is None
+    # the forgetting curve's default grid reaches the claimed (base) length l, inputs 2l + 1
+    assert max(p.length for p in plan_lengths(Options.from_metadata({}), ModelLengths.of(view))) == 128
     # an explicit length beyond the base context is taken, not refused
-    assert test_lengths(Options.from_metadata({"fc_lengths": [500]}), view.context_length, view.sizing_length) == [500]
+    (plan,) = plan_lengths(Options.from_metadata({"fc_lengths": [500]}), ModelLengths.of(view))
+    assert plan.length == 500 and plan.runs and plan.beyond_training_length and not plan.beyond_context_length

@@ -80,6 +80,7 @@ class PasskeyTask(LongMemTask):
             "answer_tokens": ANSWER_TOKENS,
             "tokenizer": model.source,
             "method": model.method.describe(),
+            "bounded_memory": model.bounded_memory,
             "context_length": model.context_length,
             "prompt_tokens": {"min": min(d["prompt_tokens"] for d in docs), "max": max(d["prompt_tokens"] for d in docs)},
         }

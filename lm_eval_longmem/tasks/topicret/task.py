@@ -68,6 +68,8 @@ class TopicRetTask(LongMemTask):
             "overlong_policy": options.overlong,
             "data": options.data or "L4NLP/LEval topic_retrieval_longchat (refs/convert/parquet)",
             "tokenizer": model.source,
+            "method": model.method.describe(),
+            "bounded_memory": model.bounded_memory,  # reads whole records: the policy never applies
             "context_length": model.context_length,
             "max_gen_toks": budget.generated,
         }

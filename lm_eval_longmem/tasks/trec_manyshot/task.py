@@ -44,7 +44,10 @@ class TrecManyShotTask(LongMemTask):
         options = parse_task_options(TrecOptions, metadata, OPTION_PREFIX)
         model = model_view(metadata)
         budget = PromptBudget(model.tokenizer, model.context_length, max_gen_toks(self.config.generation_kwargs))
-        buckets, prompt_tokens = fitting_buckets(build_buckets(options), budget, explicit=options.shots is not None)
+        candidates = build_buckets(options)
+        buckets, prompt_tokens = fitting_buckets(candidates, budget, explicit=options.shots is not None)
+        fitted = {b.shots for b in buckets}
+        self.skipped_shots = [b.shots for b in candidates if b.shots not in fitted]
 
         self.shot_counts = [b.shots for b in buckets]
         self._width = tag_width(self.shot_counts, minimum=4)
@@ -76,7 +79,10 @@ class TrecManyShotTask(LongMemTask):
             "seed": options.seed,
             "source": options.source,
             "data_dir": options.data_dir,
+            "skipped_shots": self.skipped_shots,  # default shot counts whose prompts do not fit the model
             "tokenizer": model.source,
+            "method": model.method.describe(),
+            "bounded_memory": model.bounded_memory,  # reads prompts of any length: nothing is skipped
             "context_length": model.context_length,
             "max_gen_toks": budget.generated,
         }
@@ -94,10 +100,11 @@ class TrecManyShotTask(LongMemTask):
 
     def process_results(self, doc, results) -> dict:
         score = trec_score(results[0], doc["answers"], doc["all_classes"])
-        return {self._key(doc["shots"]): score, "acc": score}
+        return {self._key(doc["shots"]): score, "acc": score, "skipped_shot_counts": 0}
 
     def aggregation(self) -> dict:
-        return {**{self._key(s): mean for s in self.shot_counts}, "acc": mean}
+        return {**{self._key(s): mean for s in self.shot_counts}, "acc": mean,
+                "skipped_shot_counts": lambda _: len(self.skipped_shots)}
 
     def higher_is_better(self) -> dict:
-        return {**{self._key(s): True for s in self.shot_counts}, "acc": True}
+        return {**{self._key(s): True for s in self.shot_counts}, "acc": True, "skipped_shot_counts": False}
