@@ -16,7 +16,7 @@ from lm_eval_longmem.tasks import TASKS_DIR
 from test_cli_end_to_end import BIN, results_of, run
 
 GROUP_YAML = Path(TASKS_DIR) / "longmem" / "longmem.yaml"
-MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret"]
+MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret", "longmem_perplexity"]
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,7 @@ def member_options(corpus_file, data_dir: Path) -> dict[str, list[str]]:
         "longmem_passkey": ["pk_lengths=[64,96]", "pk_depths=[0,100]", "pk_samples=1"],
         "longmem_trec_manyshot": [f"trec_data_dir={trec}", "trec_shots=[1,5]", "trec_questions=2"],
         "longmem_topicret": [f"topicret_data={topicret}"],
+        "longmem_perplexity": [f"ppl_corpus={corpus_file}"],
     }
 
 
@@ -45,7 +46,7 @@ def load_group() -> dict:
     return yaml.safe_load(GROUP_YAML.read_text())
 
 
-def test_group_lists_all_four_tasks_and_aggregates_nothing():
+def test_group_lists_every_task_and_aggregates_nothing():
     group = load_group()
     assert group["group"] == "longmem"
     assert sorted(member_name(t) for t in group["task"]) == sorted(MEMBERS)
@@ -75,6 +76,13 @@ def test_group_runs_through_the_stock_cli(group_model, corpus_file, tmp_path):
     assert results["configs"]["longmem_trec_manyshot"]["metadata"]["protocol"]["questions_per_shot_count"] == [2, 2]
     topicret = results["results"]["longmem_topicret"]
     assert {"first_topic_acc,none", "mean_acc,none"} <= set(topicret) and topicret["skipped_documents,none"] == 0
+    # ppl_points=3 and ppl_windows=2 from the group's metadata
+    assert {"ppl@0256,none", "ppl@0512,none", "ppl@1024,none"} <= set(results["results"]["longmem_perplexity"])
+
+
+def test_group_perplexity_defaults_are_small():
+    (ppl,) = [t for t in load_group()["task"] if member_name(t) == "longmem_perplexity"]
+    assert ppl["metadata"]["ppl_max_length"] <= 1024 and ppl["metadata"]["ppl_points"] * ppl["metadata"]["ppl_windows"] <= 6
 
 
 def test_group_trec_defaults_are_small():

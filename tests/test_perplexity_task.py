@@ -32,7 +32,7 @@ def test_default_grid_halves_down_from_the_claimed_length(tiny_model_dir, corpus
     docs = list(task.test_docs())
     assert len(docs) == 16 and [d["length"] for d in docs[:4]] == [16, 32, 64, 128]  # round-robin for --limit
     protocol = task.config.metadata["protocol"]
-    assert protocol["windows"] == 4 and protocol["beyond_training_length"] == []
+    assert protocol["windows"] == 4 and not any(p["beyond_context_length"] for p in protocol["length_plan"])
     assert halving_grid(8192, 4) == [1024, 2048, 4096, 8192] and halving_grid(3, 4) == [2, 3]
 
 
@@ -71,10 +71,11 @@ def test_one_request_per_window_scoring_every_token_but_the_first(tiny_model_dir
                                                                    "chunk_size": 8, "sink_length": 4}])
 def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_file, method_args):
     """Through the wrapper's loglikelihood (the path every task uses) vs the model's own logits.
-    With a budget of 24 StreamingLLM evicts, so it is held to its own per-token losses only."""
+    With a budget of 24 StreamingLLM evicts, so it is held to its own per-token losses only.
+    The 160-token window reads past the 128-token context (a length probe; RoPE runs on)."""
     from lm_eval_longmem.models.longmem import LongMemLM
 
-    task = make_task(tiny_model_dir, corpus_file, extra_metadata=method_args, lengths=[40, 80], windows=2, bins=4)
+    task = make_task(tiny_model_dir, corpus_file, extra_metadata=method_args, lengths=[40, 80, 160], windows=2, bins=4)
     lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **{k: v for k, v in method_args.items()})
     docs = list(task.test_docs())
     instances = [r for d in docs for r in task.construct_requests(d, "", metadata=("longmem_perplexity", 0, 1))]
@@ -82,10 +83,12 @@ def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_fil
     per_doc = [task.process_results(d, [s]) for d, s in zip(docs, scores)]
     table = task.aggregation()
     model = lm.model
-    for length in (40, 80):
-        records = [r[f"ppl@{length}"] for r in per_doc if f"ppl@{length}" in r]
+    assert task._tag(40) == "040"  # zero-padded to one width, as every task's buckets
+    for length in (40, 80, 160):
+        key = f"ppl@{task._tag(length)}"
+        records = [r[key] for r in per_doc if key in r]
         assert len(records) == 2
-        ppl = table[f"ppl@{length}"](records)
+        ppl = table[key](records)
         own = [r["token_nll"] for r in records]
         assert ppl == pytest.approx(math.exp(np.concatenate(own).mean()), rel=1e-5)  # exp of mean token NLL
         if method_args["method"] == "vanilla":
@@ -100,8 +103,8 @@ def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_fil
             assert ppl == pytest.approx(math.exp(float(direct.mean())), rel=1e-5)
             assert np.allclose(np.concatenate(own), direct.numpy(), atol=1e-5)
     curve = table["loss_curve"]([r["loss_curve"] for r in per_doc])
-    assert curve["length"] == 80 and curve["edges"] == [1, 21, 40, 60, 80] and len(curve["loss"]) == 4
-    assert set(curve["by_length"]) == {"40", "80"}
+    assert curve["length"] == 160 and curve["edges"] == [1, 41, 80, 120, 160] and len(curve["loss"]) == 4
+    assert set(curve["by_length"]) == {"40", "80", "160"} and curve["by_length"]["80"]["edges"] == [1, 21, 40, 60, 80]
 
 
 def test_position_bins_by_hand():
@@ -130,17 +133,37 @@ def test_models_without_token_losses_get_perplexity_and_an_empty_curve(tiny_mode
     assert set(exact) == set(plain) and set(task.aggregation()) == set(task.higher_is_better())
 
 
+def test_failed_and_cut_lengths_are_reported_not_dropped(tiny_model_dir, corpus_file):
+    from lm_eval_longmem.length_probes import ScoreFailure
+
+    task = make_task(tiny_model_dir, corpus_file, lengths=[16, 200], windows=1)
+    short, long = sorted(task.test_docs(), key=lambda d: d["length"])
+    failed = task.process_results(long, [ScoreFailure("out_of_memory", "no room")])
+    cut = task.process_results(long, [(-300.0, False)])  # a non-longmem model past its context
+    ok = task.process_results(short, [ScoredContinuation(-30.0, False, 0, 15, np.full(15, 2.0))])
+    assert set(failed) == set(cut) == {"ppl_curve"} and cut["ppl_curve"]["status"] == "cut_by_model"
+    curve = task.aggregation()["ppl_curve"]([ok["ppl_curve"], failed["ppl_curve"]])
+    assert curve["lengths"] == [16, 200] and curve["status"] == ["ok", "out_of_memory"]
+    assert curve["ppl"][0] == pytest.approx(math.exp(2.0)) and curve["ppl"][1] is None
+    loss = task.aggregation()["loss_curve"]([ok["loss_curve"], failed["ppl_curve"]])
+    assert loss["length"] == 16
+
+
 def test_options_are_checked(tiny_model_dir, corpus_file):
     with pytest.raises(PerplexityConfigError, match="ppl_window.*valid: .*ppl_windows"):
         make_task(tiny_model_dir, corpus_file, window=3)
-    with pytest.raises(PerplexityConfigError, match="longest window that fits is 129"):
-        make_task(tiny_model_dir, corpus_file, lengths=[200])
+    with pytest.raises(PerplexityConfigError, match="longest window that can run is 101"):
+        make_task(tiny_model_dir, corpus_file, extra_metadata={"max_length": 100}, lengths=[200])
+    # RoPE has no hard limit: a window past the context length runs as a length probe
+    beyond = make_task(tiny_model_dir, corpus_file, lengths=[64, 200], windows=1).config.metadata["protocol"]
+    assert [(p["length"], p["beyond_context_length"], p["beyond_training_length"]) for p in beyond["length_plan"]] == [
+        (64, False, False), (200, True, True)]
     with pytest.raises(PerplexityConfigError, match="not both"):
         make_task(tiny_model_dir, corpus_file, lengths=[16], max_length=64)
     with pytest.raises(PerplexityConfigError, match="positive"):
         make_task(tiny_model_dir, corpus_file, bins=0)
     task = make_task(tiny_model_dir, corpus_file, extra_metadata={"max_length": 512}, lengths=[300], windows=1)
-    assert task.config.metadata["protocol"]["beyond_training_length"] == [300]
+    assert task.config.metadata["protocol"]["length_plan"][0]["beyond_training_length"]
 
 
 def test_missing_pg19_offline_names_the_fix(tiny_model_dir):

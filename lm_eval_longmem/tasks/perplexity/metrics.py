@@ -67,9 +67,14 @@ def _by_length(records) -> dict[int, list]:
     return dict(sorted(groups.items()))
 
 
+def _scored(records) -> list:
+    return [r for r in records if r.get("status", "ok") == "ok"]
+
+
 def loss_curve(records, bins: int) -> LossCurve:
     """L(i) over the windows of the longest length that has per-token losses (and per length)."""
-    with_losses = {L: g for L, g in _by_length(records).items() if all(r.get("token_nll") is not None for r in g)}
+    groups = _by_length(_scored(records))
+    with_losses = {L: g for L, g in groups.items() if all(r.get("token_nll") is not None for r in g)}
     if not with_losses:
         return LossCurve(length=0, windows=0, positions=[], loss=[], edges=[], tokens=[], by_length={})
     by_length = {L: binned_loss([r["token_nll"] for r in g], L, bins) for L, g in with_losses.items()}
@@ -79,10 +84,17 @@ def loss_curve(records, bins: int) -> LossCurve:
 
 
 def perplexity_curve(records) -> PerplexityCurve:
+    """Every planned length with its status; perplexity where every window ran (else None)."""
     groups = _by_length(records)
+    statuses = []
+    for group in groups.values():
+        failed = [r["status"] for r in group if r.get("status", "ok") != "ok"]
+        statuses.append(failed[0] if failed else "ok")
+    ok = [s == "ok" for s in statuses]
     return PerplexityCurve(
         lengths=list(groups),
-        ppl=[perplexity(g) for g in groups.values()],
-        nll=[mean_nll(g) for g in groups.values()],
-        windows=[len(g) for g in groups.values()],
+        ppl=[perplexity(g) if good else None for g, good in zip(groups.values(), ok)],
+        nll=[mean_nll(g) if good else None for g, good in zip(groups.values(), ok)],
+        windows=[len(_scored(g)) for g in groups.values()],
+        status=statuses,
     )

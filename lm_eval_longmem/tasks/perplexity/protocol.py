@@ -62,20 +62,26 @@ def input_tokens(length: int) -> int:
     return length - 1
 
 
-def test_lengths(options: Options, context_length: int, sizing_length: int) -> list[int]:
-    """The window lengths; raises (never truncates) when one would not fit the model."""
+def test_lengths(options: Options, model) -> list[int]:
+    """The window lengths for a `ModelView`; raises (never truncates) when one cannot run at all.
+
+    The default grid tops at the claimed length, which always fits. Explicit lengths may go past
+    the context length on purpose (perplexity beyond the training length is the classic way to
+    show a method failing to extrapolate): their requests are length probes, refused only past
+    the hard input limit (learned absolute positions, or an explicit max_length)."""
     if options.lengths is not None:
         lengths = list(options.lengths)
     else:
-        top = options.max_length if options.max_length is not None else min(sizing_length, context_length + 1)
+        top = options.max_length if options.max_length is not None else min(model.sizing_length, model.context_length + 1)
         lengths = halving_grid(top, options.points)
-    too_long = [L for L in lengths if input_tokens(L) > context_length]
+    limit = model.hard_input_limit
+    too_long = [L for L in lengths if limit is not None and input_tokens(L) > limit]
     if too_long:
         raise PerplexityConfigError(
             f"longmem_perplexity: window length(s) {too_long} make the model read {input_tokens(max(too_long))} "
-            f"tokens, but it takes {context_length}. The longest window that fits is {context_length + 1}: lower "
-            "ppl_max_length/ppl_lengths, or raise the model's limit explicitly (max_length=N in --model_args, or "
-            "a context-extension method). Nothing is truncated."
+            f"tokens, but it can take at most {limit} (learned absolute positions, or max_length in --model_args). "
+            f"The longest window that can run is {limit + 1}: lower ppl_lengths or ppl_max_length. Nothing is "
+            "truncated."
         )
     return lengths
 

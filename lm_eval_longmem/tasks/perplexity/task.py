@@ -5,12 +5,18 @@ window's first token as context and the rest as continuation, so the model reads
 0 .. L-2 once and every token 1 .. L-1 is scored: one teacher-forced pass through the same
 scoring path as the other tasks (`--model longmem` keeps logits only for scored positions,
 and bounded-memory methods, Infini-attention and FoX score through their own loops). The
-requests are `TokenText`s: the exact tokens for `--model longmem`, their decoded text for any
-other lm-eval model.
+requests carry the exact tokens for `--model longmem` and their decoded text for any other
+lm-eval model.
 
 `--model longmem` also returns each token's loss, from which the per-position loss curve is
 binned. Other models only answer `(loglikelihood, is_greedy)`: perplexity per length is still
 exact (from the summed log-likelihood), the loss curve is left empty and a warning says why.
+
+The requests are `LengthProbe`s: an explicit length past the context length runs (up to the
+hard input limit) instead of being refused, and a window that runs out of memory comes back
+as a failure. `ppl_curve` lists every planned length with its status: `ok`, `out_of_memory`,
+or `cut_by_model` (a model other than longmem whose context is shorter than the window:
+lm-eval's models cut such inputs from the left, so no number is reported for it).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_documents
-from lm_eval_longmem.requests import TokenText
+from lm_eval_longmem.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.perplexity import metrics
@@ -34,6 +40,11 @@ from lm_eval_longmem.tasks.python_task import LongMemTask
 logger = logging.getLogger(__name__)
 
 TASK_NAME = "longmem_perplexity"
+CUT_WARNING = (
+    "longmem_perplexity: window length(s) %s make the model read more tokens than its context (%d). This model "
+    "is not longmem, and lm-eval's models cut such inputs from the left, so these lengths are reported with "
+    "status cut_by_model and no numbers. Pass max_length=N in --model_args, or use --model longmem."
+)
 NO_TOKEN_LOSSES_WARNING = (
     "longmem_perplexity: this model returned only lm-eval's (loglikelihood, is_greedy) per window, not "
     "per-token losses: perplexity per length is exact, but the loss-by-position curve cannot be computed "
@@ -47,6 +58,7 @@ class PerplexityTask(LongMemTask):
 
     def __init__(self, config: dict | None = None, **kwargs):
         self._warned = False
+        self._warned_cut = False
         super().__init__(config, **kwargs)
 
     # --- data -----------------------------------------------------------------------------
@@ -55,7 +67,8 @@ class PerplexityTask(LongMemTask):
         options = Options.from_metadata(metadata)
         self.bins = options.bins
         model = model_view(metadata)
-        self.lengths = test_lengths(options, model.context_length, model.sizing_length)
+        self.lengths = test_lengths(options, model)
+        self.context_length = model.context_length
         corpus = load_corpus(options.corpus, option=f"{OPTION_PREFIX}corpus")
         documents = corpus_documents(corpus, model.tokenizer)
         self.tokenizer = model.tokenizer
@@ -81,7 +94,14 @@ class PerplexityTask(LongMemTask):
             "method": model.method.describe(),
             "context_length": model.context_length,
             "training_length": model.training_length,
-            "beyond_training_length": [L for L in self.lengths if input_tokens(L) > model.training_length],
+            "claimed_length": model.sizing_length,
+            "hard_input_limit": model.hard_input_limit,
+            "bounded_memory": model.bounded_memory,
+            "length_plan": [
+                {"length": L, "input_tokens": input_tokens(L), "beyond_training_length": input_tokens(L) > model.training_length,
+                 "beyond_context_length": input_tokens(L) > model.context_length}
+                for L in self.lengths
+            ],
         }
         logger.info(
             "longmem_perplexity: %d lengths (%d..%d) x %d windows on %s",
@@ -100,7 +120,7 @@ class PerplexityTask(LongMemTask):
             logger.warning("longmem_perplexity ignores --apply_chat_template: perplexity is measured on raw text.")
         kwargs.pop("chat_template", None)
         ids = doc["ids"]
-        arguments = (TokenText(self._decode(ids[:1]), ids[:1]), TokenText(self._decode(ids[1:]), ids[1:]))
+        arguments = (LengthProbe(self._decode(ids[:1]), ids[:1]), LengthProbe(self._decode(ids[1:]), ids[1:]))
         return [Instance(request_type="loglikelihood", doc=doc, arguments=arguments, idx=0, **kwargs)]
 
     def _decode(self, ids) -> str:
@@ -113,11 +133,18 @@ class PerplexityTask(LongMemTask):
     def process_results(self, doc, results) -> dict:
         (scored,) = results
         length = int(doc["length"])
+        if isinstance(scored, ScoreFailure):
+            return {"ppl_curve": {"length": length, "status": scored.reason, "detail": scored.detail}}
         token_nll = getattr(scored, "token_nll", None)
+        if token_nll is None and input_tokens(length) > self.context_length:
+            if not self._warned_cut:
+                logger.warning(CUT_WARNING, [L for L in self.lengths if input_tokens(L) > self.context_length], self.context_length)
+                self._warned_cut = True
+            return {"ppl_curve": {"length": length, "status": "cut_by_model"}}
         if token_nll is None and not self._warned:
             logger.warning(NO_TOKEN_LOSSES_WARNING)
             self._warned = True
-        record = {"length": length, "nll_sum": -float(scored[0]), "tokens": length - 1, "token_nll": token_nll}
+        record = {"length": length, "status": "ok", "nll_sum": -float(scored[0]), "tokens": length - 1, "token_nll": token_nll}
         tag = self._tag(length)
         return {f"ppl@{tag}": record, f"nll@{tag}": record, "ppl_curve": record, "loss_curve": record}
 
