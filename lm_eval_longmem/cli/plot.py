@@ -9,19 +9,25 @@ HELP = "draw forgetting curves (copy vs LM accuracy, memory regions) from lm-eva
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lm-eval-longmem plot", description=HELP[0].upper() + HELP[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or --output_path folders (latest file)")
-    parser.add_argument("-o", "--output", default="forgetting_curve.png", help="PNG to write")
+    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
+    parser.add_argument("-o", "--output", default="forgetting_curve.png", help="figure to write; .png, .pdf or .svg")
     parser.add_argument("--training-length", type=int, default=None, help="override the marked training length")
     parser.add_argument("--title", default=None)
+    parser.add_argument("--overlay", action="store_true", help="all runs on one axes (default: one panel per run)")
     parser.add_argument("--log-x", dest="log_x", action="store_true", default=None, help="log-scale length axis")
     parser.add_argument("--linear-x", dest="log_x", action="store_false", help="linear length axis")
     args = parser.parse_args(argv)
 
+    from lm_eval_longmem.report.discovery import read_each, runs_with_task
+    from lm_eval_longmem.report.figures import check_output
     from lm_eval_longmem.report.forgetting_curve_plot import plot_forgetting_curves
-    from lm_eval_longmem.report.results_files import find_results_file, load_curve_run
+    from lm_eval_longmem.report.results_files import curve_run_from
 
-    runs = [load_curve_run(find_results_file(path)) for path in args.results]
-    out = plot_forgetting_curves(runs, args.output, training_length=args.training_length, title=args.title, log_x=args.log_x)
+    check_output(args.output)
+    runs = read_each(runs_with_task(args.results, "forgetting_curve"), curve_run_from)
+    out = plot_forgetting_curves(
+        runs, args.output, training_length=args.training_length, title=args.title, log_x=args.log_x, overlay=args.overlay
+    )
     for run in runs:
         fine = "-" if run.fine_memory_length is None else run.fine_memory_length
         coarse = "-" if run.coarse_memory_length is None else run.coarse_memory_length

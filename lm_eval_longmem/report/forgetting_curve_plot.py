@@ -11,6 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lm_eval_longmem.report.figures import (
+    check_output,
+    clipped_band,
+    legend_labels,
+    legend_outside,
+    log2_axis,
+    pyplot,
+    run_colors,
+    save_figure,
+    wrap,
+)
 from lm_eval_longmem.report.results_files import CurveRun
 
 if TYPE_CHECKING:
@@ -69,46 +80,83 @@ def plot_forgetting_curves(
     training_length: int | None = None,
     title: str | None = None,
     log_x: bool | None = None,
+    overlay: bool = False,
 ) -> Path:
-    """Save one run as a Figure-1-style plot, or several as stacked panels, to a PNG.
+    """Save one run as a Figure-1-style plot, or several as stacked panels (PNG, PDF or SVG by suffix).
 
+    `overlay=True` draws all runs on one axes instead: each run's copy accuracy (solid, with
+    its band) and LM accuracy (dashed) in the run's colour, memory lengths in the legend.
     `training_length` overrides each run's own; `log_x=None` picks a log axis when the
     tested lengths span more than a factor of 50.
     """
     if not runs:
         raise ValueError("plot_forgetting_curves needs at least one run")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    check_output(output)
+    plt = pyplot()
 
     if log_x is None:
         lengths = [point["length"] for run in runs for point in run.points]
         log_x = max(lengths) > LOG_X_SPAN * min(lengths)
+    if overlay:
+        return _plot_overlay(runs, output, training_length, title, log_x)
 
+    width = 9
     height = 4.5 if len(runs) == 1 else 3.2 * len(runs)
     fig, axes = plt.subplots(
-        len(runs), 1, sharex=True, sharey=True, squeeze=False, figsize=(9, height)
+        len(runs), 1, sharex=True, sharey=True, squeeze=False, figsize=(width, height)
     )
     for run, ax in zip(runs, axes[:, 0]):
         _draw_run(ax, run, run.training_length if training_length is None else training_length)
         if log_x:
-            _use_log_lengths(ax)
+            log2_axis(ax)
     axes[-1, 0].set_xlabel("length L (tokens of the copied text)")
+    # The axes span about two thirds of the figure; the legend sits to their right.
     if len(runs) == 1:
         run = runs[0]
-        axes[0, 0].set_title(f"{title or run.label}\n{memory_summary(run)}", fontsize="medium")
+        axes[0, 0].set_title(wrap(f"{title or run.label}\n{memory_summary(run)}", width * 0.65), fontsize="medium")
     else:
         for run, ax in zip(runs, axes[:, 0]):
-            ax.set_title(f"{run.label} — {memory_summary(run)}", fontsize="medium")
-        fig.suptitle(title or "Forgetting curves")
-
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+            ax.set_title(wrap(f"{run.label} — {memory_summary(run)}", width * 0.65), fontsize="medium")
+        fig.suptitle(wrap(title or "Forgetting curves", width))
     fig.tight_layout()
-    fig.savefig(output, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return output
+    return save_figure(fig, output)
+
+
+def _plot_overlay(
+    runs: list[CurveRun], output: str | Path, training_length: int | None, title: str | None, log_x: bool
+) -> Path:
+    plt = pyplot()
+    width = 10
+    fig, ax = plt.subplots(figsize=(width, 5))
+    labels, shared = legend_labels([run.model or run.label for run in runs], [run.variant or run.label for run in runs])
+    for run, label, color in zip(runs, labels, run_colors(len(runs))):
+        lengths = [point["length"] for point in run.points]
+        if run.mode == "reduced":
+            ax.plot(lengths, [p["copy_exact"] for p in run.points], "o-", color=color, markersize=3.5,
+                    label=f"{label}: copy exact (reduced metric)")
+            continue
+        copy = [point["copy_mean"] for point in run.points]
+        spread = [point["copy_std"] for point in run.points]
+        ax.plot(lengths, copy, "o-", color=color, markersize=3.5, label=f"{label}: copy, {memory_summary(run)}")
+        clipped_band(ax, lengths, [m - s for m, s in zip(copy, spread)], [m + s for m, s in zip(copy, spread)], color)
+        ax.plot(lengths, [point["lm_mean"] for point in run.points], "--", color=color, linewidth=1.0,
+                label=f"{label}: LM")
+    if training_length is None and len({run.training_length for run in runs}) == 1:
+        training_length = runs[0].training_length  # marked only when every run shares it
+    if training_length is not None:
+        ax.axvline(training_length, color="red", linestyle="--", linewidth=1.2,
+                   label=f"training length = {training_length}")
+    if log_x:
+        log2_axis(ax)
+    ax.set_xlabel("length L (tokens of the copied text)")
+    ax.set_ylabel("token accuracy (copy solid, LM dashed; band ±std)")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    heading = title or (f"Forgetting curves of {shared}" if shared else "Forgetting curves")
+    ax.set_title(wrap(heading, width * 0.6), fontsize="medium")
+    legend_outside(ax)
+    fig.tight_layout()
+    return save_figure(fig, output)
 
 
 def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
@@ -147,8 +195,7 @@ def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
         )
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
-    # Outside the axes, so it never hides a curve.
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    legend_outside(ax)
 
 
 def _plot_with_band(
@@ -160,13 +207,4 @@ def _plot_with_band(
     lower = [mean - std for mean, std in zip(means, stds)]
     upper = [mean + std for mean, std in zip(means, stds)]
     ax.plot(lengths, means, "o-", color=color, markersize=3.5, label=label)
-    ax.fill_between(lengths, lower, upper, color=color, alpha=0.15)
-
-
-def _use_log_lengths(ax: Axes) -> None:
-    """Base-2 log axis (lengths are usually powers of two) with plain-number tick labels."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    clipped_band(ax, lengths, lower, upper, color)  # accuracies: the band stays inside [0, 1]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import ResultsFileError
+from lm_eval_longmem.report.runs import describe_run, run_label, short_model_name  # noqa: F401 (run_label: public here too)
 
 CURVE_METRIC = "curve,none"
 
@@ -33,6 +34,8 @@ class CurveRun:
     coarse_is_lower_bound: bool
     training_length: int | None
     source: str
+    model: str = ""  # for legends: the model, and "method (key=value)" apart
+    variant: str = ""
 
 
 class MissingResultsError(ResultsFileError, FileNotFoundError):
@@ -69,7 +72,11 @@ def find_results_file(path: str | Path) -> Path:
 def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun:
     """Read `task`'s forgetting curve and the run's model description from a results file."""
     source = find_results_file(path)
-    data = read_results(source)
+    return curve_run_from(read_results(source), source, task)
+
+
+def curve_run_from(data: dict, source: Path, task: str = "forgetting_curve") -> CurveRun:
+    """The forgetting curve in an already-read results file (`source` names it in errors)."""
     task_results = data.get("results", {})
     if task not in task_results:
         present = ", ".join(sorted(task_results)) or "none"
@@ -81,9 +88,9 @@ def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun
             f"{source}: task {task!r} has no {CURVE_METRIC!r} metric; metrics present: {present}"
         )
     curve = metrics[CURVE_METRIC]
-    config = data.get("config", {})
+    run = describe_run(data, Path(source))
     return CurveRun(
-        label=run_label(config),
+        label=run.short_label,
         mode=curve.get("mode", "accuracy"),
         points=tuple(sorted(curve["points"], key=lambda point: point["length"])),
         fine_memory_length=curve.get("fine_memory_length"),
@@ -92,6 +99,8 @@ def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun
         coarse_is_lower_bound=bool(curve.get("coarse_is_lower_bound", False)),
         training_length=_training_length(data, task),
         source=str(source),
+        model=short_model_name(run.model),
+        variant=run.variant,
     )
 
 
@@ -109,52 +118,33 @@ class PasskeyGridRun:
     length_unit: str
     overall: float
     source: str
+    model: str = ""
+    variant: str = ""
 
 
 def load_passkey_grid(path: str | Path, task: str = "longmem_passkey") -> PasskeyGridRun:
     source = find_results_file(path)
-    data = read_results(source)
+    return passkey_grid_from(read_results(source), source, task)
+
+
+def passkey_grid_from(data: dict, source: Path, task: str = "longmem_passkey") -> PasskeyGridRun:
     metrics = data.get("results", {}).get(task)
     if metrics is None or PASSKEY_GRID_METRIC not in metrics:
         present = ", ".join(sorted(data.get("results", {}))) or "none"
         raise ResultsFileError(f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}")
     grid = metrics[PASSKEY_GRID_METRIC]
+    run = describe_run(data, Path(source))
     return PasskeyGridRun(
-        label=run_label(data.get("config", {})),
+        label=run.short_label,
         lengths=tuple(grid["lengths"]),
         depths=tuple(grid["depths"]),
         accuracy=tuple(tuple(row) for row in grid["accuracy"]),
         length_unit=grid.get("length_unit", "tokens"),
         overall=grid.get("overall", float("nan")),
         source=str(source),
+        model=short_model_name(run.model),
+        variant=run.variant,
     )
-
-
-def run_label(config: dict[str, Any]) -> str:
-    """Name a run "<model> · <method> (k=v, ...)", e.g. "SmolLM2-135M-Instruct · yarn (factor=4)".
-
-    `--model hf` runs record no method, so they read as "<model> · hf".
-    """
-    model_args = _model_args_dict(config.get("model_args"))
-    pretrained = (
-        config.get("longmem_pretrained") or model_args.get("pretrained") or config.get("model")
-    )
-    method = config.get("longmem_method") or "hf"
-    label = f"{pretrained} · {method}"
-    method_args = config.get("longmem_method_args") or {}
-    if method_args:
-        label += " (" + ", ".join(f"{key}={value}" for key, value in method_args.items()) + ")"
-    return label
-
-
-def _model_args_dict(model_args: dict[str, Any] | str | None) -> dict[str, Any]:
-    """lm-eval records `--model_args` either as a dict or as the raw "k=v,k=v" string."""
-    if isinstance(model_args, dict):
-        return model_args
-    if not model_args:
-        return {}
-    pairs = (item.split("=", 1) for item in model_args.split(",") if "=" in item)
-    return {key.strip(): value.strip() for key, value in pairs}
 
 
 def _training_length(data: dict[str, Any], task: str) -> int | None:

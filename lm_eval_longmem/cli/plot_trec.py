@@ -1,0 +1,29 @@
+"""`lm-eval-longmem plot-trec`: many-shot TREC accuracy against the number of shots, one line per run."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "draw longmem_trec_manyshot accuracy vs number of shots (one line per run) from lm-eval results"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lm-eval-longmem plot-trec", description=HELP[0].upper() + HELP[1:] + ".")
+    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
+    parser.add_argument("-o", "--output", default="trec_manyshot.png", help="figure to write; .png, .pdf or .svg")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args(argv)
+
+    from lm_eval_longmem.report.discovery import runs_with_task
+    from lm_eval_longmem.report.figures import check_output
+    from lm_eval_longmem.report.trec_plot import TASK, plot_trec_accuracy, trec_points
+
+    check_output(args.output)
+    runs = runs_with_task(args.results, TASK)
+    out = plot_trec_accuracy(runs, args.output, title=args.title)
+    for run in runs:
+        points = trec_points(run)
+        summary = ", ".join(f"{shots}: {acc:.3f}" for shots, (acc, _) in points.items()) or "no per-shot metrics"
+        print(f"{run.label}: {summary}  ({run.source})")
+    print(f"wrote {out}")
+    return 0

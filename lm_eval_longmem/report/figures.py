@@ -1,0 +1,175 @@
+"""What every comparison figure shares: matplotlib set-up, file format, titles, legends, bands.
+
+Kept in one place so that all plots read the same way: the output format follows the `-o`
+suffix (PNG, PDF or SVG), titles wrap instead of running off the figure, legends name the
+method and the arguments the user chose (the model once, in the title, when all runs share
+it), accuracy bands never leave [0, 1], and one run keeps one colour across panels.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lm_eval_longmem.errors import LongMemError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+DPI = 130
+# Characters per inch of figure width at the default title size, a little conservative.
+_CHARS_PER_INCH = 9.5
+
+
+class FigureOutputError(LongMemError, ValueError):
+    """The figure cannot be written as asked (unsupported suffix, matplotlib missing)."""
+
+
+def check_output(output: str | Path) -> Path:
+    """Validate the `-o` path before any work: its suffix picks the format."""
+    output = Path(output)
+    if output.suffix.lower() not in FORMATS:
+        raise FigureOutputError(
+            f"Cannot write a figure to {output}: unsupported suffix {output.suffix or '(none)'!r}. "
+            f"Use one of {', '.join(FORMATS)} (the suffix of -o picks the format)."
+        )
+    return output
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive backend (plots are written, never shown)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise FigureOutputError(
+            "Plots need matplotlib, which is not installed: pip install 'lm-eval-longmem[plot]'"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Figure, output: str | Path) -> Path:
+    output = check_output(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, format=FORMATS[output.suffix.lower()], dpi=DPI, bbox_inches="tight")
+    pyplot().close(fig)
+    return output
+
+
+def wrap(text: str, width_inches: float, fontsize_scale: float = 1.0) -> str:
+    """Break `text` into lines that fit `width_inches` of figure (existing newlines are kept)."""
+    columns = max(20, int(width_inches * _CHARS_PER_INCH / fontsize_scale))
+    return "\n".join(
+        textwrap.fill(line, columns, break_long_words=True, break_on_hyphens=False) or line
+        for line in text.split("\n")
+    )
+
+
+def common_model(models: Sequence[str]) -> str | None:
+    """The model all runs share, if they do (it then goes to the title, not every legend entry)."""
+    return models[0] if models and all(model == models[0] for model in models) else None
+
+
+def legend_labels(models: Sequence[str], variants: Sequence[str]) -> tuple[list[str], str | None]:
+    """Per-run legend text and the shared model (None when the runs differ in model).
+
+    `variants` are "method (key=value, ...)" strings; with several models each entry keeps
+    its model in front.
+    """
+    shared = common_model(list(models))
+    if shared is not None:
+        labels = list(variants)
+    else:
+        labels = [f"{model} · {variant}" for model, variant in zip(models, variants)]
+    # Two runs that print the same must still be told apart.
+    seen: dict[str, int] = {}
+    unique = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if seen[label] == 1 else f"{label} [{seen[label]}]")
+    return unique, shared
+
+
+def run_colors(count: int) -> list:
+    plt = pyplot()
+    cmap = plt.get_cmap("tab10" if count <= 10 else "tab20")
+    return [cmap(index % cmap.N) for index in range(count)]
+
+
+def clipped_band(
+    ax: Axes,
+    x: Sequence[float],
+    lower: Sequence[float],
+    upper: Sequence[float],
+    color,
+    low: float | None = 0.0,
+    high: float | None = 1.0,
+    alpha: float = 0.15,
+) -> None:
+    """A translucent band between `lower` and `upper`, clipped to [low, high] (accuracies)."""
+    clip_lower = [_clip(value, low, high) for value in lower]
+    clip_upper = [_clip(value, low, high) for value in upper]
+    ax.fill_between(x, clip_lower, clip_upper, color=color, alpha=alpha, linewidth=0)
+
+
+def _clip(value: float, low: float | None, high: float | None) -> float:
+    if math.isnan(value):
+        return value
+    if low is not None:
+        value = max(low, value)
+    if high is not None:
+        value = min(high, value)
+    return value
+
+
+@dataclass(frozen=True)
+class Series:
+    """One run's line: y against x, with an optional band (`lower`/`upper`, same length)."""
+
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    lower: tuple[float, ...] | None = None
+    upper: tuple[float, ...] | None = None
+
+
+def draw_series(
+    ax: Axes,
+    series: Sequence[Series],
+    colors: Sequence,
+    band_limits: tuple[float | None, float | None] = (0.0, 1.0),
+) -> None:
+    """One line (with markers and its band) per run."""
+    for line, color in zip(series, colors):
+        ax.plot(line.x, line.y, "o-", color=color, markersize=3.5, linewidth=1.4, label=line.label)
+        if line.lower is not None and line.upper is not None:
+            clipped_band(ax, line.x, line.lower, line.upper, color, *band_limits)
+
+
+def legend_outside(ax: Axes, title: str | None = None) -> None:
+    """Legend to the right of the axes, so it never hides a curve."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, title=title)
+
+
+def log2_axis(ax: Axes, axis: str = "x") -> None:
+    """Base-2 log scale (lengths and shot counts grow geometrically) with plain-number ticks."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    if axis == "x":
+        ax.set_xscale("log", base=2)
+        target = ax.xaxis
+    else:
+        ax.set_yscale("log", base=2)
+        target = ax.yaxis
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_formatter(NullFormatter())

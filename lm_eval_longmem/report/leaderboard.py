@@ -1,0 +1,104 @@
+"""The leaderboard's rows and columns: one row per model + method + arguments, sorted.
+
+A run is often evaluated in several lm_eval calls (the forgetting curve today, passkey
+tomorrow), each writing its own results file. A row therefore takes each task's numbers from
+the newest file of that run that has the task, so a later passkey-only file does not hide
+the earlier forgetting curve. `keep_all` lists every file as its own row instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lm_eval_longmem.errors import LongMemError, ResultsFileError
+from lm_eval_longmem.report.headlines import Column, Headline, headlines_of
+from lm_eval_longmem.report.runs import RunInfo
+
+ID_COLUMNS = ("model", "method", "arguments")
+DATE_COLUMN = "date"
+
+
+class UnknownColumnError(LongMemError, ValueError):
+    """`--sort` named a column the table does not have."""
+
+
+@dataclass
+class Row:
+    run: RunInfo  # the newest file that contributed
+    cells: dict[str, Headline] = field(default_factory=dict)
+    sources: list[Path] = field(default_factory=list)
+
+    def value(self, column: str):
+        if column == "model":
+            return self.run.model
+        if column == "method":
+            return self.run.method
+        if column == "arguments":
+            return self.run.arguments_text
+        if column == DATE_COLUMN:
+            return format_date(self.run.date)
+        cell = self.cells.get(column)
+        return None if cell is None else cell.value
+
+
+@dataclass
+class Leaderboard:
+    columns: list[Column]  # the metric columns, in display order
+    rows: list[Row]
+    show_date: bool = False
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # files with none of our tasks
+
+    @property
+    def column_names(self) -> list[str]:
+        return [*ID_COLUMNS, *([DATE_COLUMN] if self.show_date else []), *(c.name for c in self.columns)]
+
+
+def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leaderboard:
+    rows: dict[object, Row] = {}
+    skipped = []
+    columns: dict[str, Column] = {}
+    for run in sorted(runs, key=lambda r: r.date):  # oldest first: newer files overwrite tasks
+        by_task = headlines_of(run.data["results"])
+        if not by_task:
+            present = ", ".join(sorted(run.data["results"])) or "none"
+            skipped.append((run.source, f"no headline numbers of a task the leaderboard reads (tasks present: {present})"))
+            continue
+        key = run.source if keep_all else run.identity
+        row = rows.setdefault(key, Row(run))
+        row.run = run
+        row.sources.append(run.source)
+        for task, headlines in by_task.items():
+            for name in [name for name, cell in row.cells.items() if cell.column.task == task]:
+                del row.cells[name]
+            for headline in headlines:
+                row.cells[headline.column.name] = headline
+                columns.setdefault(headline.column.name, headline.column)
+    if not rows:
+        reasons = "; ".join(f"{source}: {why}" for source, why in skipped)
+        raise ResultsFileError(
+            "None of the results files has results of forgetting_curve, longmem_passkey, "
+            f"longmem_trec_manyshot, longmem_topicret or longmem_perplexity ({reasons})."
+        )
+    ordered = sorted(rows.values(), key=lambda row: (row.run.model, row.run.method, row.run.arguments_text, row.run.date))
+    return Leaderboard(sorted(columns.values(), key=lambda c: c.order), ordered, keep_all, skipped)
+
+
+def sort_leaderboard(board: Leaderboard, column: str, ascending: bool | None = None) -> Leaderboard:
+    """Rows by `column`, best first (highest accuracy, lowest perplexity); blanks always last."""
+    names = board.column_names
+    if column not in names:
+        raise UnknownColumnError(f"Unknown column {column!r} for --sort. Valid columns: {', '.join(names)}")
+    metric = next((c for c in board.columns if c.name == column), None)
+    if ascending is None:
+        ascending = True if metric is None else not metric.higher_is_better
+    present = [row for row in board.rows if row.value(column) is not None]
+    blank = [row for row in board.rows if row.value(column) is None]
+    present.sort(key=lambda row: row.value(column), reverse=not ascending)  # stable: ties keep order
+    return Leaderboard(board.columns, present + blank, board.show_date, board.skipped)
+
+
+def format_date(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,157 @@
+"""Who produced a results file: model, method and method arguments, and when.
+
+A comparison needs to tell runs apart and to recognise two files as the same run (an
+interrupted sweep re-run, forgetting curve and passkey evaluated in separate calls). The
+results JSON records `--model_args` as the user typed them and, for `--model longmem`, the
+method with all its resolved arguments (`config.longmem_*`, from the wrapper's
+`get_model_info`). The identity uses the resolved values, so `factor=4` and `factor=4.0`
+match; labels show only what the user chose, so a legend reads "yarn (factor=4)" rather
+than every default of the method.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# `--model_args` that place or batch the model without changing what it computes.
+PLACEMENT_ARGS = frozenset(
+    {
+        "pretrained",
+        "method",
+        "device",
+        "device_map",
+        "batch_size",
+        "max_batch_size",
+        "parallelize",
+        "max_memory_per_gpu",
+        "max_cpu_memory",
+        "offload_folder",
+        "trust_remote_code",
+        "reuse_prefix",
+        "revision",
+        "cache_dir",
+    }
+)
+_FILE_DATE = re.compile(r"results_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One results file's run: what was evaluated (identity) and what to call it."""
+
+    model: str
+    method: str
+    arguments: dict[str, str]  # the user's own choices, for display
+    identity: tuple[str, str, str]  # (model, method, canonical resolved arguments)
+    date: float  # seconds since the epoch; orders runs of one identity
+    source: Path
+    data: dict = field(repr=False, compare=False)
+
+    @property
+    def arguments_text(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in self.arguments.items())
+
+    @property
+    def label(self) -> str:
+        return label_of(self.model, self.method, self.arguments)
+
+    @property
+    def variant(self) -> str:
+        """"yarn (factor=4)": the method and the arguments the user chose."""
+        return f"{self.method} ({self.arguments_text})" if self.arguments else self.method
+
+    @property
+    def short_label(self) -> str:
+        """The label with a local checkpoint path reduced to its folder name, for legends."""
+        return label_of(short_model_name(self.model), self.method, self.arguments)
+
+
+def describe_run(data: dict[str, Any], source: Path) -> RunInfo:
+    config = data.get("config") or {}
+    model_args = model_args_dict(config.get("model_args"))
+    model = str(
+        config.get("longmem_pretrained")
+        or model_args.get("pretrained")
+        or data.get("model_name")
+        or config.get("model")
+        or "unknown"
+    )
+    method = str(config.get("longmem_method") or config.get("model") or "hf")
+    chosen = {key: _text(value) for key, value in model_args.items() if key not in PLACEMENT_ARGS}
+    resolved = dict(chosen)
+    resolved.update({key: _text(value) for key, value in (config.get("longmem_method_args") or {}).items()})
+    identity = (model, method, json.dumps(resolved, sort_keys=True))
+    return RunInfo(model, method, chosen, identity, run_date(data, source), source, data)
+
+
+def run_label(config: dict[str, Any]) -> str:
+    """Name a run "<model> · <method> (k=v, ...)", e.g. "SmolLM2-135M-Instruct · yarn (factor=4)".
+
+    `--model hf` runs record no method, so they read as "<model> · hf".
+    """
+    return describe_run({"config": config}, Path()).label
+
+
+def label_of(model: str, method: str, arguments: dict[str, str]) -> str:
+    label = f"{model} · {method}"
+    if arguments:
+        label += " (" + ", ".join(f"{key}={value}" for key, value in arguments.items()) + ")"
+    return label
+
+
+def short_model_name(model: str) -> str:
+    """"/data/ckpt/run7/export" -> "export"; Hub ids ("org/name") and plain names unchanged."""
+    if model.startswith(("/", "./", "../", "~")) or "\\" in model:
+        return Path(model.replace("\\", "/")).name or model
+    return model
+
+
+def model_args_dict(model_args: dict[str, Any] | str | None) -> dict[str, Any]:
+    """lm-eval records `--model_args` either as a dict or as the raw "k=v,k=v" string."""
+    if isinstance(model_args, dict):
+        return model_args
+    if not model_args or not isinstance(model_args, str):
+        return {}
+    pairs = (item.split("=", 1) for item in model_args.split(",") if "=" in item)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def run_date(data: dict[str, Any], source: Path) -> float:
+    """When the run started: lm-eval's `date`, else the file name's timestamp, else its mtime."""
+    date = data.get("date")
+    if isinstance(date, (int, float)) and not isinstance(date, bool):
+        return float(date)
+    match = _FILE_DATE.search(source.name)
+    if match:
+        try:
+            return datetime.strptime(match.group(1).split(".")[0], "%Y-%m-%dT%H-%M-%S").timestamp()
+        except ValueError:
+            pass
+    try:
+        return source.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _text(value: Any) -> str:
+    """One spelling per value: 4, 4.0 and "4" are the same argument."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        if value.lower() in ("true", "false"):
+            return value.lower()
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return str(int(number)) if number.is_integer() and "e" not in value.lower() else value
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)

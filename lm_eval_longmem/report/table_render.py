@@ -1,0 +1,84 @@
+"""Write a leaderboard as Markdown (to read or paste), CSV (to load) or JSON (to process).
+
+Markdown rounds for reading and marks lower bounds the paper's way (">4095": still met at
+the longest tested length); CSV and JSON keep full-precision numbers, JSON with stderr, the
+lower-bound flags and the source files of each row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from lm_eval_longmem.report.headlines import Headline
+from lm_eval_longmem.report.leaderboard import DATE_COLUMN, ID_COLUMNS, Leaderboard, format_date
+
+FORMATS = ("markdown", "csv", "json")
+
+
+def render(board: Leaderboard, fmt: str = "markdown") -> str:
+    if fmt == "markdown":
+        return to_markdown(board)
+    if fmt == "csv":
+        return to_csv(board)
+    if fmt == "json":
+        return to_json(board)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def readable(cell: Headline | None) -> str:
+    if cell is None:
+        return ""
+    task = cell.column.task
+    if task == "forgetting_curve":
+        text = f"{cell.value:.0f}"
+        return f">{text}" if cell.lower_bound else text
+    if task == "longmem_perplexity":
+        return f"{cell.value:.2f}" if cell.value < 1000 else f"{cell.value:.4g}"
+    return f"{cell.value:.3f}"
+
+
+def to_markdown(board: Leaderboard) -> str:
+    names = board.column_names
+    lines = [_markdown_line(names), "|" + "|".join("---" if n in ID_COLUMNS or n == DATE_COLUMN else "---:" for n in names) + "|"]
+    for row in board.rows:
+        cells = [str(row.value(name)) for name in names[: len(names) - len(board.columns)]]
+        cells += [readable(row.cells.get(column.name)) for column in board.columns]
+        lines.append(_markdown_line(cells))
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(board: Leaderboard) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(board.column_names)
+    for row in board.rows:
+        writer.writerow(["" if row.value(name) is None else row.value(name) for name in board.column_names])
+    return buffer.getvalue()
+
+
+def to_json(board: Leaderboard) -> str:
+    records = []
+    for row in board.rows:
+        records.append(
+            {
+                "model": row.run.model,
+                "method": row.run.method,
+                "arguments": row.run.arguments,
+                "date": format_date(row.run.date),
+                "values": {c.name: row.cells[c.name].value for c in board.columns if c.name in row.cells},
+                "stderr": {
+                    c.name: row.cells[c.name].stderr
+                    for c in board.columns
+                    if c.name in row.cells and row.cells[c.name].stderr is not None
+                },
+                "lower_bounds": [c.name for c in board.columns if c.name in row.cells and row.cells[c.name].lower_bound],
+                "sources": [str(source) for source in row.sources],
+            }
+        )
+    return json.dumps({"columns": board.column_names, "rows": records}, indent=2) + "\n"
+
+
+def _markdown_line(cells: list[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"

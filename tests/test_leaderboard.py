@@ -1,0 +1,341 @@
+"""`lm-eval-longmem leaderboard` on results files shaped exactly as lm-eval 0.4.13 writes them.
+
+`lm_eval_results` builds the JSON a real `lm_eval --model longmem|hf ... --output_path` run
+writes (the keys and value types are those of real files: "metric,filter" names, stderr
+"N/A" where lm-eval has none, `config` with the wrapper's `longmem_*` fields, `date` as
+epoch seconds), so these tests need no model; test_leaderboard_real_run.py reads a file
+from a real run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from test_cli_end_to_end import BIN, run
+
+from lm_eval_longmem.cli import main
+from lm_eval_longmem.errors import LongMemError, ResultsFileError
+from lm_eval_longmem.report.discovery import collect_runs
+from lm_eval_longmem.report.headlines import bucketed, headlines_of
+from lm_eval_longmem.report.leaderboard import UnknownColumnError, build_leaderboard, sort_leaderboard
+from lm_eval_longmem.report.runs import describe_run
+
+
+def forgetting_metrics(lengths, copy, fine, coarse, fine_bound=False, coarse_bound=False) -> dict:
+    width = len(str(max(lengths)))
+    metrics = {"name": "forgetting_curve", "alias": "forgetting_curve", "sample_len": 2 * len(lengths)}
+    points = []
+    for length, acc in zip(lengths, copy):
+        tag = f"{length:0{width}d}"
+        metrics.update({f"copy_acc@{tag},none": acc, f"copy_acc@{tag}_stderr,none": 0.01,
+                        f"lm_acc@{tag},none": 0.2, f"lm_acc@{tag}_stderr,none": 0.02})
+        points.append({"length": length, "copy_mean": acc, "copy_std": 0.05, "lm_mean": 0.2, "lm_std": 0.1, "num_samples": 2})
+    metrics.update({"fine_memory_length,none": fine, "fine_memory_length_stderr,none": "N/A",
+                    "coarse_memory_length,none": coarse, "coarse_memory_length_stderr,none": "N/A",
+                    "curve,none": {"mode": "accuracy", "points": points, "fine_memory_length": fine,
+                                   "coarse_memory_length": coarse, "fine_is_lower_bound": fine_bound,
+                                   "coarse_is_lower_bound": coarse_bound},
+                    "curve_stderr,none": "N/A"})
+    return metrics
+
+
+def passkey_metrics(by_length: dict[int, float]) -> dict:
+    width = len(str(max(by_length)))
+    overall = sum(by_length.values()) / len(by_length)
+    metrics = {"name": "longmem_passkey", "alias": "longmem_passkey", "acc,none": overall, "acc_stderr,none": 0.1,
+               "acc@depth000,none": overall, "acc@depth000_stderr,none": 0.1}
+    for length, acc in by_length.items():
+        metrics[f"acc@len{length:0{width}d},none"] = acc
+        metrics[f"acc@len{length:0{width}d}_stderr,none"] = 0.1
+    metrics["grid,none"] = {"lengths": list(by_length), "depths": [0], "length_unit": "tokens",
+                            "accuracy": [list(by_length.values())], "num_samples": [[2] * len(by_length)], "overall": overall}
+    metrics["grid_stderr,none"] = "N/A"
+    return metrics
+
+
+def trec_metrics(by_shots: dict[int, float]) -> dict:
+    metrics = {"name": "longmem_trec_manyshot", "alias": "longmem_trec_manyshot",
+               "acc,none": sum(by_shots.values()) / len(by_shots), "acc_stderr,none": 0.05}
+    for shots, acc in by_shots.items():
+        metrics[f"acc@{shots:04d}shots,none"] = acc
+        metrics[f"acc@{shots:04d}shots_stderr,none"] = "N/A" if shots == 1 else 0.08
+    return metrics
+
+
+def topicret_metrics(first, second, third) -> dict:
+    metrics = {"name": "longmem_topicret", "alias": "longmem_topicret", "skipped_documents,none": 0,
+               "skipped_documents_stderr,none": "N/A", "truncated_documents,none": 0,
+               "truncated_documents_stderr,none": "N/A", "mean_acc,none": (first + second + third) / 3,
+               "mean_acc_stderr,none": "N/A"}
+    for which, acc in (("first", first), ("second", second), ("third", third)):
+        metrics[f"{which}_topic_acc,none"] = acc
+        metrics[f"{which}_topic_acc_stderr,none"] = 0.1
+    return metrics
+
+
+def perplexity_metrics(by_length: dict[int, float], with_curve: bool = True) -> dict:
+    width = len(str(max(by_length)))
+    metrics = {"name": "longmem_perplexity", "alias": "longmem_perplexity"}
+    for length, ppl in by_length.items():
+        metrics[f"ppl@{length:0{width}d},none"] = ppl
+        metrics[f"ppl@{length:0{width}d}_stderr,none"] = "N/A"
+    if with_curve:
+        positions = [1, 2, 4, 8, 16, 32, 64, 128]
+        metrics["loss_curve,none"] = {"positions": positions, "loss": [4.0 / (1 + p) ** 0.2 for p in positions]}
+        metrics["loss_curve_stderr,none"] = "N/A"
+    return metrics
+
+
+def lm_eval_results(tasks: dict[str, dict], method="vanilla", method_args=None, model_args=None,
+                    pretrained="SmolLM2-135M-Instruct", model="longmem", date=1795458565.0) -> dict:
+    """A results file as lm-eval 0.4.13 writes it (the keys a real file has)."""
+    method_args = method_args or {}
+    if model_args is None:
+        model_args = {"method": method, **{k: str(v) for k, v in method_args.items()}}
+    config = {"model": model, "model_args": model_args, "model_num_parameters": 134515008,
+              "model_dtype": "torch.float32", "model_revision": "main", "model_sha": "", "batch_size": 1,
+              "batch_sizes": [], "device": "cpu", "use_cache": None, "limit": None, "bootstrap_iters": 100000,
+              "gen_kwargs": {}, "random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234}
+    if model == "longmem":
+        config.update({"longmem_method": method, "longmem_method_args": method_args, "longmem_pretrained": pretrained,
+                       "longmem_training_length": 8192, "longmem_context_length": 8192, "longmem_scoring": "split",
+                       "longmem_reuse_prefix": True})
+    return {
+        "results": tasks,
+        "group_subtasks": {},
+        "configs": {task: {"task": task, "metadata": {"version": 1.0}} for task in tasks},
+        "versions": {task: 1.0 for task in tasks},
+        "n-shot": {task: 0 for task in tasks},
+        "higher_is_better": {task: {} for task in tasks},
+        "n-samples": {task: {"original": 8, "effective": 8} for task in tasks},
+        "config": config,
+        "git_hash": "a001feb",
+        "date": date,
+        "model_source": model,
+        "model_name": pretrained if model != "longmem" else "qdpv68r5",
+        "model_name_sanitized": "qdpv68r5",
+        "total_evaluation_time_seconds": "12.5",
+    }
+
+
+def write(path: Path, data: dict | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def two_methods(tmp_path) -> Path:
+    """vanilla (fc + passkey + trec + topicret + ppl) and yarn factor=4 (fc + passkey), two output folders."""
+    root = tmp_path / "runs"
+    write(root / "vanilla" / "SmolLM2" / "results_2026-11-23T10-00-00.000001.json", lm_eval_results({
+        "forgetting_curve": forgetting_metrics([64, 512, 4096], [1.0, 0.9, 0.3], fine=64, coarse=512),
+        "longmem_passkey": passkey_metrics({512: 1.0, 1024: 0.5}),
+        "longmem_trec_manyshot": trec_metrics({1: 0.2, 10: 0.4, 100: 0.6}),
+        "longmem_topicret": topicret_metrics(1.0, 0.5, 0.0),
+        "longmem_perplexity": perplexity_metrics({512: 20.5, 16384: 35.25}),
+    }))
+    write(root / "yarn" / "SmolLM2" / "results_2026-11-23T11-00-00.000001.json", lm_eval_results({
+        "forgetting_curve": forgetting_metrics([64, 512, 4096], [1.0, 1.0, 1.0], fine=4096, coarse=4096,
+                                               fine_bound=True, coarse_bound=True),
+        "longmem_passkey": passkey_metrics({512: 1.0, 1024: 1.0}),
+    }, method="yarn", method_args={"factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0}, model_args="method=yarn,factor=4"))
+    return root
+
+
+def table_rows(markdown: str) -> list[dict[str, str]]:
+    lines = [line for line in markdown.strip().splitlines()]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert set(lines[1].replace("|", "").replace(":", "")) == {"-"}
+    return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))) for line in lines[2:]]
+
+
+# --- headline extraction ---------------------------------------------------------------------
+
+
+def test_buckets_are_parsed_to_numbers_whatever_their_padding():
+    metrics = {"acc@len0512,none": 0.5, "acc@len0512_stderr,none": 0.1, "acc@len4096,none": 1.0,
+               "acc@len4096_stderr,none": "N/A", "acc@depth000,none": 0.0, "acc,none": 0.7}
+    assert bucketed(metrics, "acc@len") == {512: (0.5, 0.1), 4096: (1.0, None)}
+    assert bucketed({"acc@0010shots,none": 0.25, "acc@0001shots,none": 0.0}, "acc@", "shots") == {1: (0.0, None), 10: (0.25, None)}
+
+
+def test_headlines_of_every_task():
+    found = headlines_of({
+        "forgetting_curve": forgetting_metrics([8, 40], [1.0, 1.0], fine=40, coarse=40, fine_bound=True),
+        "longmem_passkey": passkey_metrics({64: 0.5, 96: 0.0}),
+        "longmem_trec_manyshot": trec_metrics({1: 0.1, 5: 0.3}),
+        "longmem_topicret": topicret_metrics(1.0, 0.0, 0.5),
+        "longmem_perplexity": perplexity_metrics({1024: 12.0}),
+        "hellaswag": {"acc,none": 0.3},
+    })
+    names = {task: [(h.column.name, h.value) for h in headlines] for task, headlines in found.items()}
+    assert names["forgetting_curve"] == [("fc_fine", 40), ("fc_coarse", 40)]
+    assert [h.lower_bound for h in found["forgetting_curve"]] == [True, False]
+    assert names["longmem_passkey"] == [("passkey@64", 0.5), ("passkey@96", 0.0), ("passkey_all", 0.25)]
+    assert names["longmem_trec_manyshot"] == [("trec@1shots", 0.1), ("trec@5shots", 0.3), ("trec_all", pytest.approx(0.2))]
+    assert names["longmem_topicret"] == [("topicret_first", 1.0), ("topicret_second", 0.0), ("topicret_third", 0.5),
+                                         ("topicret_mean", 0.5)]
+    assert names["longmem_perplexity"] == [("ppl@1024", 12.0)]
+    assert not found["longmem_perplexity"][0].column.higher_is_better
+    assert "hellaswag" not in found
+
+
+def test_reduced_forgetting_curve_and_absent_perplexity_give_no_numbers():
+    reduced = {"curve,none": {"mode": "reduced", "points": []}, "copy_exact@40,none": 1.0}
+    assert headlines_of({"forgetting_curve": reduced, "longmem_perplexity": {"alias": "longmem_perplexity"}}) == {}
+
+
+# --- who ran -----------------------------------------------------------------------------------
+
+
+def test_run_identity_uses_resolved_arguments_and_labels_show_the_chosen_ones(tmp_path):
+    args = {"factor": 4.0, "beta_fast": 32.0}
+    typed = describe_run(lm_eval_results({}, method="yarn", method_args=args, model_args={"method": "yarn", "factor": 4}), tmp_path / "a.json")
+    text = describe_run(lm_eval_results({}, method="yarn", method_args=args,
+                                        model_args="method=yarn,factor=4.0,device=cuda:0,batch_size=8"), tmp_path / "b.json")
+    assert typed.identity == text.identity  # same run: spelling and placement do not matter
+    assert typed.label == "SmolLM2-135M-Instruct · yarn (factor=4)"
+    assert text.arguments == {"factor": "4"}
+    other = describe_run(lm_eval_results({}, method="yarn", method_args={"factor": 8.0, "beta_fast": 32.0}), tmp_path / "c.json")
+    assert other.identity != typed.identity
+
+    hf = describe_run(lm_eval_results({}, model="hf", model_args="pretrained=/ckpt/run7/export,max_length=1024",
+                                      pretrained="/ckpt/run7/export"), tmp_path / "d.json")
+    assert (hf.model, hf.method, hf.arguments_text) == ("/ckpt/run7/export", "hf", "max_length=1024")
+    assert hf.short_label == "export · hf (max_length=1024)"
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def test_markdown_table_has_one_row_per_run_and_each_tasks_numbers(two_methods, capsys):
+    assert main(["leaderboard", str(two_methods)]) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert [(r["model"], r["method"], r["arguments"]) for r in rows] == [
+        ("SmolLM2-135M-Instruct", "vanilla", ""), ("SmolLM2-135M-Instruct", "yarn", "factor=4")]
+    vanilla, yarn = rows
+    assert list(vanilla) == ["model", "method", "arguments", "fc_fine", "fc_coarse", "passkey@512", "passkey@1024",
+                             "passkey_all", "trec@1shots", "trec@10shots", "trec@100shots", "trec_all", "topicret_first",
+                             "topicret_second", "topicret_third", "topicret_mean", "ppl@512", "ppl@16384"]
+    assert (vanilla["fc_fine"], vanilla["fc_coarse"], yarn["fc_fine"], yarn["fc_coarse"]) == ("64", "512", ">4096", ">4096")
+    assert (vanilla["passkey@1024"], vanilla["passkey_all"], yarn["passkey@1024"]) == ("0.500", "0.750", "1.000")
+    assert (vanilla["trec@10shots"], vanilla["topicret_mean"], vanilla["ppl@16384"]) == ("0.400", "0.500", "35.25")
+    assert yarn["trec@10shots"] == yarn["ppl@512"] == ""  # not evaluated: blank, not zero
+
+
+def test_a_run_split_over_files_is_one_row_and_the_newest_file_wins_per_task(two_methods, capsys):
+    folder = two_methods / "yarn" / "SmolLM2"
+    # a later passkey-only evaluation of the same run, and a later TREC evaluation
+    write(folder / "results_2026-11-24T09-00-00.000001.json", lm_eval_results(
+        {"longmem_passkey": passkey_metrics({512: 0.0, 2048: 0.0})}, method="yarn",
+        method_args={"factor": 4, "beta_fast": 32, "beta_slow": 1}, model_args={"method": "yarn", "factor": "4"}, date=1795500000.0))
+    write(folder / "results_2026-11-24T10-00-00.000001.json", lm_eval_results(
+        {"longmem_trec_manyshot": trec_metrics({10: 0.9})}, method="yarn",
+        method_args={"factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0}, model_args="method=yarn,factor=4", date=1795510000.0))
+    board = build_leaderboard(collect_runs([two_methods]).runs)
+    (yarn,) = [row for row in board.rows if row.run.method == "yarn"]
+    assert yarn.value("fc_fine") == 4096  # kept from the first file
+    assert yarn.value("passkey@512") == 0.0 and yarn.value("passkey@2048") == 0.0
+    assert yarn.value("passkey@1024") is None  # the newer passkey file replaces the whole task
+    assert yarn.value("trec@10shots") == 0.9 and len(yarn.sources) == 3
+
+    assert main(["leaderboard", str(two_methods), "--all"]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert len(rows) == 4 and [r["date"] for r in rows if r["method"] == "yarn"] == [
+        "2026-11-23 18:29:25", "2026-11-24 06:00:00", "2026-11-24 08:46:40"]
+
+
+def test_sort_puts_the_best_first_and_blanks_last(two_methods, capsys):
+    assert main(["leaderboard", str(two_methods), "--sort", "passkey_all"]) == 0
+    assert [r["method"] for r in table_rows(capsys.readouterr().out)] == ["yarn", "vanilla"]
+    board = build_leaderboard(collect_runs([two_methods]).runs)
+    assert [r.run.method for r in sort_leaderboard(board, "ppl@512").rows] == ["vanilla", "yarn"]  # yarn has no ppl: last
+    assert [r.run.method for r in sort_leaderboard(board, "fc_fine", ascending=True).rows] == ["vanilla", "yarn"]
+    assert [r.run.method for r in sort_leaderboard(board, "method").rows] == ["vanilla", "yarn"]
+
+
+def test_csv_and_json_keep_full_numbers(two_methods, tmp_path, capsys):
+    assert main(["leaderboard", str(two_methods), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0]["ppl@16384"] == "35.25" and rows[1]["fc_fine"] == "4096" and rows[1]["trec_all"] == ""
+
+    out = tmp_path / "tables" / "board.json"
+    assert main(["leaderboard", str(two_methods), "--format", "json", "-o", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["columns"][:3] == ["model", "method", "arguments"]
+    vanilla, yarn = data["rows"]
+    assert yarn["arguments"] == {"factor": "4"} and yarn["lower_bounds"] == ["fc_fine", "fc_coarse"]
+    assert vanilla["values"]["trec@1shots"] == 0.2 and "trec@1shots" not in vanilla["stderr"]  # "N/A" stderr
+    assert vanilla["stderr"]["trec@10shots"] == 0.08 and vanilla["sources"][0].endswith(".json")
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def test_a_corrupt_or_foreign_file_is_skipped_with_a_warning_naming_it(two_methods, capsys):
+    corrupt = write(two_methods / "broken" / "results_2026-11-23T12-00-00.json", '{"results": {"forgetting_')
+    foreign = write(two_methods / "other" / "results_2026-11-23T13-00-00.json", {"leaderboard": [1, 2]})
+    builtin = write(two_methods / "hs" / "results_2026-11-23T14-00-00.json",
+                    lm_eval_results({"hellaswag": {"acc,none": 0.3}}, method="vanilla"))
+    assert main(["leaderboard", str(two_methods)]) == 0
+    captured = capsys.readouterr()
+    assert len(table_rows(captured.out)) == 2
+    warnings = captured.err.splitlines()
+    assert len(warnings) == 3 and all(line.startswith("warning: skipped ") for line in warnings)
+    for path, reason in ((corrupt, "not a readable lm-eval results file"), (foreign, "no 'results' mapping"),
+                         (builtin, "tasks present: hellaswag")):
+        assert any(str(path) in line and reason in line for line in warnings), captured.err
+
+
+@pytest.mark.parametrize("case", ["missing folder", "no results files", "only corrupt files", "no task of ours"])
+def test_nothing_to_tabulate_is_one_clear_error(tmp_path, case):
+    if case == "missing folder":
+        target, expected = tmp_path / "nowhere", "No such results file or directory"
+    elif case == "no results files":
+        write(tmp_path / "out" / "samples_forgetting_curve.jsonl", "")
+        target, expected = tmp_path / "out", "No lm-eval results files (results_*.json) found"
+    elif case == "only corrupt files":
+        write(tmp_path / "out" / "results_1.json", "not json")
+        target, expected = tmp_path / "out", "No readable lm-eval results"
+    else:
+        write(tmp_path / "out" / "results_1.json", lm_eval_results({"piqa": {"acc,none": 0.6}}))
+        target, expected = tmp_path / "out", "None of the results files has results of forgetting_curve"
+    with pytest.raises(ResultsFileError, match=expected.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        main(["leaderboard", str(target)])
+
+
+def test_unknown_sort_column_lists_the_valid_ones(two_methods):
+    with pytest.raises(UnknownColumnError) as caught:
+        main(["leaderboard", str(two_methods), "--sort", "passkey"])
+    message = str(caught.value)
+    assert isinstance(caught.value, LongMemError)
+    assert "Unknown column 'passkey'" in message and "passkey_all" in message and "fc_fine" in message
+
+
+def test_console_script_prints_one_message_without_traceback(two_methods, tmp_path):
+    leaderboard = [str(BIN / "lm-eval-longmem"), "leaderboard"]
+    for args, expected in (([str(tmp_path / "nowhere")], "No such results file or directory"),
+                           ([str(two_methods), "--sort", "bogus"], "Valid columns: model, method, arguments")):
+        proc = run([*leaderboard, *args], check=False)
+        assert proc.returncode != 0 and expected in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stderr.count("error:") == 1
+    proc = run([*leaderboard, str(two_methods), "--sort", "trec_all"])
+    assert "| SmolLM2-135M-Instruct | vanilla |" in proc.stdout and proc.stderr == ""
+
+
+def test_top_level_help_lists_the_report_subcommands_and_each_has_its_own_help(capsys):
+    assert main(["--help"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("leaderboard", "plot", "plot-passkey", "plot-trec", "plot-perplexity"):
+        assert f"\n  {name} " in listing
+    for name in ("leaderboard", "plot-trec", "plot-perplexity"):
+        with pytest.raises(SystemExit) as stopped:
+            main([name, "--help"])
+        assert stopped.value.code == 0 and f"usage: lm-eval-longmem {name}" in capsys.readouterr().out
