@@ -14,9 +14,12 @@ import sys
 
 # name -> module in this package; modules import only argparse at top level, so help is instant.
 SUBCOMMANDS = {
+    "leaderboard": "leaderboard",
     "methods": "methods",
     "plot": "plot",
     "plot-passkey": "plot_passkey",
+    "plot-perplexity": "plot_perplexity",
+    "plot-trec": "plot_trec",
     "train": "train",
 }
 
