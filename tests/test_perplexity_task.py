@@ -199,3 +199,38 @@ def test_token_losses_survive_the_request_cache_pickle():
     again = pickle.loads(pickle.dumps(scored))
     assert again == (-3.0, False) and again.num_correct == 1 and np.array_equal(again.token_nll, scored.token_nll)
     assert pickle.loads(pickle.dumps(ScoredContinuation(-1.0, True, 1, 1))).token_nll is None
+
+
+EVERY_KIND = [
+    ("infini", {"segment_length": 16, "update": "delta"}),
+    ("statedclm", {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}),
+    ("longcache", {"max_context_length": 24, "chunk_size": 8, "sink_length": 4, "top_k_prime": 2, "span_size": 2}),
+    ("dynamic_ntk", {"variant": "hf"}),
+    ("fox", {}),
+]
+
+
+@pytest.mark.parametrize("method, args", EVERY_KIND, ids=[m for m, _ in EVERY_KIND])
+def test_every_kind_of_method_gives_perplexity_and_a_curve(method, args, tiny_model_dir, corpus_file, tmp_path_factory):
+    """Segment recurrence, cache compression, recall, HF's dynamic RoPE and the FoX architecture
+    all answer the task's requests with per-token losses, at a length past the base context."""
+    from lm_eval_longmem.models.longmem import LongMemLM
+
+    if method == "fox":
+        from fox_fixtures import build_tiny_fox
+
+        pretrained, model_args = str(build_tiny_fox(tmp_path_factory.mktemp("tiny_fox_ppl"))), {}
+    else:
+        pretrained, model_args = str(tiny_model_dir), {"method": method, **args}
+    metadata = {"pretrained": pretrained, "ppl_corpus": str(corpus_file), "ppl_lengths": [48, 160], "ppl_windows": 1,
+                "ppl_bins": 4, **model_args}
+    task = PerplexityTask(config={"task": "longmem_perplexity", "metadata": metadata})
+    lm = LongMemLM(pretrained=pretrained, device="cpu", **model_args)
+    docs = list(task.test_docs())
+    instances = [r for d in docs for r in task.construct_requests(d, "", metadata=("longmem_perplexity", 0, 1))]
+    per_doc = [task.process_results(d, [s]) for d, s in zip(docs, lm.loglikelihood(instances, disable_tqdm=True))]
+    table = task.aggregation()
+    curve = table["ppl_curve"]([r["ppl_curve"] for r in per_doc])
+    assert curve["status"] == ["ok", "ok"] and all(math.isfinite(p) and p > 1 for p in curve["ppl"])
+    loss = table["loss_curve"]([r["loss_curve"] for r in per_doc])
+    assert loss["length"] == 160 and len(loss["loss"]) == 4 and all(math.isfinite(v) for v in loss["loss"])
