@@ -5,7 +5,9 @@ It runs from `lm_eval_longmem_autoload.pth` (or the PEP 829 `.start` file on Pyt
 `sys` and returns at once unless the process is the lm-eval CLI. There it installs an
 import watcher that registers our model right after `lm_eval.models` has registered the
 built-in ones (registering earlier would hide them: lm-eval only imports its model table
-when the registry is empty) and wraps `TaskManager` once `lm_eval.tasks.manager` loads.
+when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` loads, and
+names `--model longmem` results folders after model and method once lm-eval's evaluation
+tracker loads (run_name.py).
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
 """
@@ -15,7 +17,7 @@ import sys
 
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
-_WATCHED = ("lm_eval.models", "lm_eval.tasks.manager")
+_WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker")
 
 
 def is_lm_eval_cli(argv) -> bool:
@@ -82,6 +84,15 @@ def _on_task_manager_loaded(module):
     register_tasks(module)
 
 
+def _on_tracker_loaded(module):
+    from lm_eval_longmem.registration import register_run_names
+
+    register_run_names(module)
+
+
+_CALLBACKS = dict(zip(_WATCHED, (_on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded)))
+
+
 def activate(argv=None) -> bool:
     """Install the import watcher when this process is the lm-eval CLI. Idempotent."""
     if opted_out():
@@ -94,14 +105,11 @@ def activate(argv=None) -> bool:
     if any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return True
     callbacks = {}
-    if "lm_eval.models" in sys.modules:
-        _on_models_loaded(sys.modules["lm_eval.models"])
-    else:
-        callbacks["lm_eval.models"] = _on_models_loaded
-    if "lm_eval.tasks.manager" in sys.modules:
-        _on_task_manager_loaded(sys.modules["lm_eval.tasks.manager"])
-    else:
-        callbacks["lm_eval.tasks.manager"] = _on_task_manager_loaded
+    for name, callback in _CALLBACKS.items():
+        if name in sys.modules:
+            callback(sys.modules[name])
+        else:
+            callbacks[name] = callback
     if callbacks:
         sys.meta_path.insert(0, _AfterImport(callbacks))
     return True

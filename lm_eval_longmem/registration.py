@@ -89,9 +89,43 @@ def register_tasks(manager_module=None) -> bool:
     return True
 
 
+def register_run_names(tracker_module=None) -> bool:
+    """Name the results folder of `--model longmem` runs after model and method (run_name.py).
+
+    lm-eval names it in `GeneralConfigTracker.log_experiment_args` from `pretrained=` or a
+    random id; we let it do so, then rename only when the model source is ours. Other models
+    keep lm-eval's names. A name that cannot be made keeps lm-eval's, with a warning.
+    """
+    if tracker_module is None:
+        import lm_eval.loggers.evaluation_tracker as tracker_module
+    tracker = tracker_module.GeneralConfigTracker
+    original = tracker.log_experiment_args
+    if getattr(original, _WRAPPED_MARKER, False):
+        return False
+
+    @functools.wraps(original)
+    def log_experiment_args(self, model_source, model_args, *args, **kwargs):
+        original(self, model_source, model_args, *args, **kwargs)
+        if model_source != MODEL_NAME:
+            return
+        from lm_eval_longmem.run_name import run_folder_name
+
+        try:
+            name = run_folder_name(model_args)
+        except Exception as err:  # noqa: BLE001  (naming must never stop a finished run)
+            logger.warning("Could not name the results folder after the method (%s); using %s.", err, self.model_name_sanitized)
+            return
+        self.model_name = self.model_name_sanitized = name
+
+    setattr(log_experiment_args, _WRAPPED_MARKER, True)
+    tracker.log_experiment_args = log_experiment_args
+    return True
+
+
 def register_all() -> None:
     register_model()
     register_tasks()
+    register_run_names()
     register_architectures()
 
 
@@ -107,4 +141,8 @@ def is_registered() -> bool:
     tasks_ok = manager is not None and getattr(
         manager.TaskManager.__init__, _WRAPPED_MARKER, False
     )
-    return MODEL_NAME in model_registry and bool(tasks_ok)
+    tracker = sys.modules.get("lm_eval.loggers.evaluation_tracker")
+    names_ok = tracker is not None and getattr(
+        tracker.GeneralConfigTracker.log_experiment_args, _WRAPPED_MARKER, False
+    )
+    return MODEL_NAME in model_registry and bool(tasks_ok) and bool(names_ok)

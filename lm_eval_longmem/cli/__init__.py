@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "plot-passkey": "plot_passkey",
     "plot-perplexity": "plot_perplexity",
     "plot-trec": "plot_trec",
+    "sweep": "sweep",
     "train": "train",
 }
 

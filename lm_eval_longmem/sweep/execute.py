@@ -1,0 +1,149 @@
+"""Running a planned sweep: one stock `lm_eval` process per run, so results files are exactly
+those of a normal `lm_eval --output_path` run, a crash or out-of-memory in one run cannot take
+the sweep down, and memory is returned between runs. Each run's output goes to
+`<output_path>/.sweep_logs/`; a failed run's one-line reason comes from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from lm_eval_longmem.sweep.config import SweepConfig
+from lm_eval_longmem.sweep.plan import Run, display_command, finished_results, lm_eval_command
+
+LOG_DIR = ".sweep_logs"
+
+
+@dataclasses.dataclass
+class Outcome:
+    run: Run
+    status: str  # "done", "skipped", "failed"
+    seconds: float = 0.0
+    message: str = ""
+    results_file: Path | None = None
+    log: Path | None = None
+
+
+def log_path(run: Run) -> Path:
+    tasks = "-".join(run.tasks)
+    if len(tasks) > 60:
+        tasks = tasks[:60]
+    return run.output_path / LOG_DIR / f"{run.name}__{tasks}.log"
+
+
+def execute(
+    runs: list[Run], config: SweepConfig, *, force: bool = False, verbose: bool = False,
+    say: Callable[[str], None] = print,
+) -> list[Outcome]:
+    """Run (or skip) each run in turn, saying one line per run; stops early only on Ctrl-C."""
+    outcomes: list[Outcome] = []
+    total = len(runs)
+    for i, run in enumerate(runs, 1):
+        head = f"[{i}/{total}] {run.label}"
+        done = None if force else finished_results(run)
+        if done is not None:
+            outcomes.append(Outcome(run, "skipped", results_file=done))
+            say(f"{head}: skipped, already done ({done})")
+            continue
+        say(f"{head}: running")
+        try:
+            outcome = run_one(run, config, verbose=verbose)
+        except KeyboardInterrupt:
+            say(f"{head}: interrupted; rerun the same command to resume")
+            outcomes.append(Outcome(run, "failed", message="interrupted"))
+            raise SweepInterrupted(outcomes) from None
+        outcomes.append(outcome)
+        if outcome.status == "done":
+            say(f"{head}: done in {_duration(outcome.seconds)} -> {outcome.results_file}")
+        else:
+            say(f"{head}: FAILED after {_duration(outcome.seconds)}: {outcome.message}  (log: {outcome.log})")
+    return outcomes
+
+
+class SweepInterrupted(Exception):
+    """Ctrl-C during a run; carries what was done so far for the summary."""
+
+    def __init__(self, outcomes: list[Outcome]):
+        super().__init__("interrupted")
+        self.outcomes = outcomes
+
+
+def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
+    command = lm_eval_command(run, config)
+    log = log_path(run)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    # The stock CLI finds `longmem` through the start-up hook; make sure it is on in the child.
+    env = {**os.environ, "LM_EVAL_LONGMEM_AUTOLOAD": "1"}
+    start = time.monotonic()
+    with open(log, "w", encoding="utf-8") as sink:
+        sink.write(f"$ {display_command(command)}\n")
+        sink.flush()
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                   errors="replace", bufsize=1)
+        try:
+            for line in process.stdout:
+                sink.write(line)
+                if verbose:
+                    sys.stdout.write(line)
+            code = process.wait()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+    seconds = time.monotonic() - start
+    if code != 0:
+        return Outcome(run, "failed", seconds, failure_reason(log.read_text(encoding="utf-8"), code), log=log)
+    results = finished_results(run)
+    if results is None:
+        return Outcome(run, "failed", seconds, f"lm_eval exited normally but wrote no matching results file in {run.folder}", log=log)
+    return Outcome(run, "done", seconds, results_file=results, log=log)
+
+
+_OUR_MESSAGE = re.compile(r"^\S*(lm_eval|lm-eval-longmem): error: (.*)$")
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*)$")
+
+
+def failure_reason(output: str, code: int) -> str:
+    """One line saying why a run failed: our error message, else the exception that ended it."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        match = _OUR_MESSAGE.match(line)
+        if match:
+            return _clip(match.group(2))
+    for line in reversed(lines):
+        if _EXCEPTION_LINE.match(line):
+            return _clip(line)
+    if code < 0 or code in (137, 139):
+        return f"lm_eval was killed (exit status {code}; out of memory?)"
+    return _clip(lines[-1]) if lines else f"lm_eval exited with status {code} and printed nothing"
+
+
+def summary(outcomes: list[Outcome], planned: int) -> str:
+    counts = {status: sum(o.status == status for o in outcomes) for status in ("done", "skipped", "failed")}
+    lines = [
+        f"sweep: {counts['done']} done, {counts['skipped']} skipped (already done), {counts['failed']} failed"
+        + (f", {planned - len(outcomes)} not started" if len(outcomes) < planned else "")
+        + f" of {planned} runs"
+    ]
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            lines.append(f"  FAILED {outcome.run.label}: {outcome.message}" + (f"  (log: {outcome.log})" if outcome.log else ""))
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"

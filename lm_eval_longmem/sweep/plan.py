@@ -1,0 +1,124 @@
+"""From a `SweepConfig` to the list of lm_eval runs, each with its folder and command line,
+and whether a run is already done (read from the results files lm-eval wrote).
+
+A run is done when its folder holds a results file whose recorded config matches it: model
+`longmem`, the same `model_args` (as lm-eval parsed them), the same `--limit`, every task of the
+run among the results, and the sweep's `--metadata` in every task's recorded metadata. So an
+interrupted sweep resumes where it stopped, and a changed setting runs again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from lm_eval_longmem.run_name import run_folder_name
+from lm_eval_longmem.sweep.config import SweepConfig
+
+MODEL = "longmem"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    name: str  # results folder under the output path (run_name.run_folder_name)
+    model_args: dict[str, Any]
+    tasks: tuple[str, ...]
+    metadata: dict[str, Any]
+    limit: float | None
+    output_path: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.output_path / self.name
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} [{','.join(self.tasks)}]"
+
+
+def plan_runs(config: SweepConfig) -> list[Run]:
+    """Every run of the grid, in order (models, then methods, then settings, then tasks).
+
+    Names are made by the wrapper's own argument parsing, so an unknown method or a bad
+    method argument stops the sweep here, before anything runs.
+    """
+    task_sets = [(task,) for task in config.tasks] if config.per_task else [tuple(config.tasks)]
+    runs, seen = [], set()
+    for model in config.models:
+        for method in config.methods:
+            for setting in method.settings:
+                model_args = {**model, **config.model_args, "method": method.name, **setting}
+                name = run_folder_name(model_args)
+                for tasks in task_sets:
+                    key = (name, tasks, _canonical(model_args))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    runs.append(Run(name, model_args, tasks, dict(config.metadata), config.limit, Path(config.output_path)))
+    return runs
+
+
+def lm_eval_command(run: Run, config: SweepConfig) -> list[str]:
+    """The command that runs one run: the stock lm_eval CLI (or it under `launcher`)."""
+    prefix = [*config.launcher, "-m", "lm_eval"] if config.launcher else [sys.executable, "-m", "lm_eval"]
+    command = [*prefix, "run", "--model", MODEL, "--model_args", json.dumps(run.model_args),
+               "--tasks", ",".join(run.tasks), "--output_path", str(run.output_path)]
+    if run.metadata:
+        command += ["--metadata", json.dumps(run.metadata)]
+    if run.limit is not None:
+        command += ["--limit", f"{run.limit:g}"]
+    if config.batch_size is not None:
+        command += ["--batch_size", str(config.batch_size)]
+    if config.device is not None:
+        command += ["--device", config.device]
+    return command + list(config.lm_eval_args)
+
+
+def display_command(command: list[str]) -> str:
+    """A command as one would type it (`lm_eval ...` for this Python's `-m lm_eval`)."""
+    if command[:3] == [sys.executable, "-m", "lm_eval"]:
+        command = ["lm_eval", *command[3:]]
+    return shlex.join(command)
+
+
+def finished_results(run: Run) -> Path | None:
+    """The newest results file in the run's folder that records this run, if any."""
+    if not run.folder.is_dir():
+        return None
+    for path in sorted(run.folder.glob("results_*.json"), reverse=True):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and records(data, run):
+            return path
+    return None
+
+
+def records(data: dict[str, Any], run: Run) -> bool:
+    """Whether a results file's recorded config is this run's."""
+    config = data.get("config") or {}
+    if config.get("model") != MODEL or _canonical(config.get("model_args")) != _canonical(run.model_args):
+        return False
+    recorded_limit = config.get("limit")
+    if (recorded_limit is None) != (run.limit is None) or (run.limit is not None and float(recorded_limit) != run.limit):
+        return False
+    evaluated = set()
+    for key in ("results", "groups", "configs", "group_subtasks"):
+        evaluated |= set(data.get(key) or {})
+    if not set(run.tasks) <= evaluated:
+        return False
+    task_configs = [c for c in (data.get("configs") or {}).values() if isinstance(c, dict)]
+    wanted = json.loads(json.dumps(run.metadata))
+    return bool(task_configs) and all(
+        all(key in (c.get("metadata") or {}) and _canonical(c["metadata"][key]) == _canonical(value) for key, value in wanted.items())
+        for c in task_configs
+    )
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
