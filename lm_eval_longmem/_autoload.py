@@ -7,7 +7,9 @@ import watcher that registers our model right after `lm_eval.models` has registe
 built-in ones (registering earlier would hide them: lm-eval only imports its model table
 when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` loads, and
 names `--model longmem` results folders after model and method once lm-eval's evaluation
-tracker loads (run_name.py).
+tracker loads (run_name.py), and puts the start-up checks (preflight.py: malformed options,
+uncached model or missing datasets offline) and the known-harmless-message filters (quiet.py)
+in front of `lm_eval run`.
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
 """
@@ -17,7 +19,7 @@ import sys
 
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
-_WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker")
+_WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker", "lm_eval._cli.run")
 
 
 def is_lm_eval_cli(argv) -> bool:
@@ -90,7 +92,17 @@ def _on_tracker_loaded(module):
     register_run_names(module)
 
 
-_CALLBACKS = dict(zip(_WATCHED, (_on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded)))
+def _on_cli_run_loaded(module):
+    """Offline checks (uncached model, missing datasets) before lm-eval loads anything heavy,
+    and the known-harmless library messages of our tasks silenced (quiet.py)."""
+    from lm_eval_longmem import quiet
+    from lm_eval_longmem.preflight import install
+
+    install(module)
+    quiet.install()
+
+
+_CALLBACKS = dict(zip(_WATCHED, (_on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded, _on_cli_run_loaded)))
 
 
 def activate(argv=None) -> bool:

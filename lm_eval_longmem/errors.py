@@ -41,6 +41,12 @@ def debugging() -> bool:
     return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def program_name() -> str:
+    """The command as the user typed it (`lm_eval`, `lm-eval-longmem`), for the message prefix."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") and name != "-c" else "lm_eval"
+
+
 def print_user_error(error: LongMemError, program: str = "lm_eval") -> None:
     sys.stderr.write(f"{program}: error: {error}\n(set {DEBUG_ENV}=1 to see the traceback)\n")
 
@@ -52,7 +58,7 @@ def concise_excepthook(previous):
         error = None if debugging() else user_error_in(exc)
         if error is None:
             return previous(exc_type, exc, tb)
-        print_user_error(error)
+        print_user_error(error, program_name())
         return None
 
     hook.__lm_eval_longmem__ = True

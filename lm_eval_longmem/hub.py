@@ -83,9 +83,13 @@ def loading_from_hub(name):
         with local_files_only():
             yield
     except OSError as err:
-        raise HubUnavailableError(
-            f"{name!r} is not in the local Hugging Face cache and the Hub cannot be reached. Fix: run "
-            f"once where the Hub is reachable (or `hf download {name}` there and copy "
-            "~/.cache/huggingface), or pass pretrained=<local directory>; with no pretrained=, "
-            "--model longmem uses its embedded default model."
-        ) from err
+        raise HubUnavailableError(uncached_model_message(name)) from err
+
+
+def uncached_model_message(name: str) -> str:
+    return (
+        f"{name!r} is not in the local Hugging Face cache and the Hub cannot be reached. Fix: run "
+        f"once where the Hub is reachable (or `hf download {name}` there and copy "
+        "~/.cache/huggingface), or pass pretrained=<local directory>; with no pretrained=, "
+        "--model longmem uses its embedded default model."
+    )

@@ -14,6 +14,7 @@ import sys
 
 # name -> module in this package; modules import only argparse at top level, so help is instant.
 SUBCOMMANDS = {
+    "fetch-data": "fetch_data",
     "leaderboard": "leaderboard",
     "methods": "methods",
     "plot": "plot",

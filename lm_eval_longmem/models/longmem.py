@@ -64,12 +64,12 @@ class ScoringOutOfMemoryError(LongMemError, RuntimeError):
 
 
 def _parse_bool(name: str, value) -> bool:
-    from lm_eval_longmem.typed_values import coerce
+    from lm_eval_longmem.typed_values import MalformedValueError, coerce
 
     try:
         return coerce(value, bool)
     except ValueError:
-        raise ValueError(f"--model_args {name}={value!r}: expected true or false") from None
+        raise MalformedValueError(f"--model_args {name}={value!r} is malformed: expected true or false") from None
 
 
 def resolve_device(device: str | None) -> str | None:

@@ -3,8 +3,9 @@
 `--metadata` (merged with `--model_args`) reaches every task, so each task reads only the keys
 that start with its prefix (`fc_`, `pk_`, `trec_`, `topicret_`), rejects unknown ones with the
 list of valid ones, and converts values to the types its frozen options dataclass declares.
-lm-eval parses `key=[1,10]` with `ast.literal_eval`; strings such as "1,10" or "[1, 10]" and
-JSON lists are accepted too. Integer lists (lengths, depths, shot counts) come back sorted and
+lm-eval parses `key=[1,10]` with `ast.literal_eval`; strings such as "1 10" or "[1, 10]" and
+JSON lists are accepted too, but a malformed value (`[1024,`, `10x`, `maybe` for a boolean) is
+refused with the option, the value and the form expected, never repaired. Integer lists (lengths, depths, shot counts) come back sorted and
 without repeats, since every task treats them as a set of buckets.
 """
 
@@ -15,7 +16,7 @@ import typing
 from typing import Any, TypeVar
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.typed_values import coerce
+from lm_eval_longmem.typed_values import coerce, show_value
 
 T = TypeVar("T")
 
@@ -28,6 +29,20 @@ def parse_task_options(
     cls: type[T], metadata: dict[str, Any] | None, prefix: str, error: type[Exception] = TaskOptionError
 ) -> T:
     """Build the dataclass `cls` from the `prefix`-ed keys of `metadata`, then its `validate()`."""
+    options = cls(**read_task_options(cls, metadata, prefix, error))
+    if hasattr(options, "validate"):
+        options.validate()
+    return options
+
+
+def read_task_options(
+    cls: type, metadata: dict[str, Any] | None, prefix: str, error: type[Exception] = TaskOptionError
+) -> dict[str, Any]:
+    """The `prefix`-ed keys of `metadata` converted to `cls`'s field types (unknown keys refused).
+
+    No `validate()`: the start-up check (preflight.py) reads the command line's values alone,
+    before lm-eval merges in a group's per-task metadata.
+    """
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     given = {k[len(prefix) :]: v for k, v in (metadata or {}).items() if k.startswith(prefix)}
@@ -42,11 +57,8 @@ def parse_task_options(
         try:
             values[name] = convert(raw, hints[name])
         except (TypeError, ValueError) as err:
-            raise error(f"{prefix}{name}={raw!r}: {err}") from None
-    options = cls(**values)
-    if hasattr(options, "validate"):
-        options.validate()
-    return options
+            raise error(f"--metadata {prefix}{name}={show_value(raw)} is malformed: {err}.") from None
+    return values
 
 
 def convert(value: Any, annotation: Any) -> Any:

@@ -1,0 +1,124 @@
+"""Checks run before lm-eval loads a model or builds a task, so that a run that cannot work
+offline fails in seconds with one message instead of after the model load (or ~25 s of Hub
+retries):
+
+* `--model longmem --model_args pretrained=<hub id>` whose model is not in the Hugging Face
+  cache while the Hub is unreachable;
+* `--tasks` of ours (or the `longmem` group) whose datasets are missing: every missing one is
+  listed at once, with the one command that fetches them all.
+
+`install()` wraps lm-eval's `run` subcommand (`lm_eval._cli.run.Run._execute`), which receives
+the arguments lm-eval has already parsed; the start-up hook and `lm-eval-longmem` call it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+_MARKER = "__lm_eval_longmem_preflight__"
+MODEL_NAME = "longmem"
+
+
+def install(run_module=None) -> bool:
+    """Run `check()` first in every `lm_eval run` of this process. Idempotent."""
+    if run_module is None:
+        import lm_eval._cli.run as run_module
+    run = run_module.Run
+    original = run.__dict__.get("_execute")
+    function = getattr(original, "__func__", original)
+    if function is None or getattr(function, _MARKER, False):
+        return False
+
+    @functools.wraps(function)
+    def _execute(*args):
+        check(args[-1])  # a staticmethod today; the namespace is the last argument either way
+        return function(*args)
+
+    setattr(_execute, _MARKER, True)
+    run._execute = staticmethod(_execute) if isinstance(original, staticmethod) else _execute
+    return True
+
+
+def _as_dict(value: Any) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.strip():
+        from lm_eval.utils import simple_parse_args_string
+
+        return simple_parse_args_string(value)
+    return {}
+
+
+def _task_names(tasks: Any) -> list[str]:
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    names = []
+    for item in tasks or []:
+        if isinstance(item, str):
+            names += [t.strip() for t in item.split(",") if t.strip()]
+    return names
+
+
+def check(args) -> None:
+    """Raise our one-message error when the run needs what this offline machine lacks."""
+    from lm_eval_longmem.hub import hub_reachable
+
+    model_args = _as_dict(getattr(args, "model_args", None))
+    if getattr(args, "model", None) == MODEL_NAME:
+        check_model_source(model_args.get("pretrained"))
+    tasks = _task_names(getattr(args, "tasks", None))
+    if not tasks:
+        return
+    from lm_eval_longmem.data.requirements import expand_groups, missing_for, needed
+
+    options = {**model_args, **_as_dict(getattr(args, "metadata", None))}
+    check_task_options(expand_groups(tasks), options)
+    if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
+        missing_for(tasks, options)
+
+
+# task -> (protocol module, options dataclass): read here without importing lm-eval's task code.
+OPTION_CLASSES = {
+    "forgetting_curve": ("lm_eval_longmem.tasks.forgetting_curve.protocol", "Options"),
+    "longmem_passkey": ("lm_eval_longmem.tasks.passkey.protocol", "Options"),
+    "longmem_trec_manyshot": ("lm_eval_longmem.tasks.trec_manyshot.protocol", "TrecOptions"),
+    "longmem_topicret": ("lm_eval_longmem.tasks.topicret.protocol", "TopicRetOptions"),
+    "longmem_perplexity": ("lm_eval_longmem.tasks.perplexity.protocol", "Options"),
+}
+
+
+def check_task_options(tasks: list[str], options: dict) -> None:
+    """Unknown or malformed `--metadata` options of the requested tasks fail before the model loads."""
+    import importlib
+
+    from lm_eval_longmem.tasks.task_options import read_task_options
+
+    for task in tasks:
+        if task not in OPTION_CLASSES:
+            continue
+        module_name, class_name = OPTION_CLASSES[task]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # a task folder that is not there: lm-eval reports the task itself
+            continue
+        read_task_options(getattr(module, class_name), options, module.OPTION_PREFIX)
+
+
+def check_model_source(pretrained: Any) -> None:
+    """A Hub id with no trace in the local cache, while the Hub is unreachable, is an error now."""
+    from lm_eval_longmem.hub import HubUnavailableError, hub_reachable, looks_like_hub_id, uncached_model_message
+
+    if not isinstance(pretrained, str) or not looks_like_hub_id(pretrained) or hub_reachable():
+        return
+    if not in_hub_cache(pretrained):
+        raise HubUnavailableError(uncached_model_message(pretrained))
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether the Hub cache holds anything of model `repo_id` (the loader decides the rest)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    folder = os.path.join(HF_HUB_CACHE, "models--" + repo_id.replace("/", "--"))
+    return os.path.isdir(os.path.join(folder, "snapshots"))

@@ -1,0 +1,52 @@
+"""Known-harmless library messages that a run of our tasks would print, silenced one by one.
+
+Each entry names the logger, the exact start of the message and why it is harmless for us;
+anything else (other tasks, other messages, real warnings) passes through untouched.
+`LM_EVAL_LONGMEM_DEBUG=1` keeps everything.
+
+* lm-eval `evaluator_utils`: "[<our task>] Metrics were not scored on the same number of
+  documents ...". Our per-length / per-depth / per-shot metrics are, by design, each computed
+  on the documents of its own bucket, so their counts differ. The warning is about
+  size-weighted group aggregation, which the `longmem` group does not do (it has no
+  `aggregate_metric_list`). Printed once per task of ours, every run, as a 10-line paragraph.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lm_eval_longmem.errors import debugging
+
+OUR_TASKS = (
+    "forgetting_curve",
+    "longmem_passkey",
+    "longmem_trec_manyshot",
+    "longmem_topicret",
+    "longmem_perplexity",
+)
+
+# (logger name, start of the message after "[task] "): dropped for our tasks only
+HARMLESS = (("lm_eval.evaluator_utils", "Metrics were not scored on the same number of documents"),)
+
+
+class _DropKnownHarmless(logging.Filter):
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefixes = tuple(f"[{task}] {prefix}" for task in OUR_TASKS)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001  (a broken record is not ours to judge)
+            return True
+        return not message.startswith(self.prefixes)
+
+
+def install() -> None:
+    """Add the filters (idempotent). Nothing is silenced while debugging."""
+    if debugging():
+        return
+    for logger_name, prefix in HARMLESS:
+        logger = logging.getLogger(logger_name)
+        if not any(isinstance(f, _DropKnownHarmless) for f in logger.filters):
+            logger.addFilter(_DropKnownHarmless(prefix))
