@@ -62,7 +62,7 @@ def input_tokens(length: int) -> int:
     return length - 1
 
 
-def test_lengths(options: Options, model) -> list[int]:
+def window_lengths(options: Options, model) -> list[int]:
     """The window lengths for a `ModelView`; raises (never truncates) when one cannot run at all.
 
     The default grid tops at the claimed length, which always fits. Explicit lengths may go past

@@ -34,7 +34,7 @@ from lm_eval_longmem.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.perplexity import metrics
-from lm_eval_longmem.tasks.perplexity.protocol import OPTION_PREFIX, Options, book_windows, input_tokens, test_lengths
+from lm_eval_longmem.tasks.perplexity.protocol import OPTION_PREFIX, Options, book_windows, input_tokens, window_lengths
 from lm_eval_longmem.tasks.python_task import LongMemTask
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class PerplexityTask(LongMemTask):
         options = Options.from_metadata(metadata)
         self.bins = options.bins
         model = model_view(metadata)
-        self.lengths = test_lengths(options, model)
+        self.lengths = window_lengths(options, model)
         self.context_length = model.context_length
         corpus = load_corpus(options.corpus, option=f"{OPTION_PREFIX}corpus")
         documents = corpus_documents(corpus, model.tokenizer)
