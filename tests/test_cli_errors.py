@@ -1,9 +1,10 @@
 """Our errors reach a user as one message and a non-zero exit, never a traceback (through the
 real `lm_eval` and `lm-eval-longmem` commands); LM_EVAL_LONGMEM_DEBUG=1 brings the traceback back.
 
-Each `lm_eval` start costs ~15 s on 2 cores, so the real CLI is run for one error raised while the
-model loads and one raised while a task builds; the messages of the other errors are tested
-where they are raised (test_longmem_model.py, test_fox_wrapper.py, ...)."""
+Each `lm_eval` run that loads a model costs ~15 s on 2 cores, so the real CLI is run for one error
+raised while the model loads and one raised while a task builds; errors caught at start-up, before
+any model loads, are run through the real CLI in test_bad_inputs.py, and the messages of the
+others are tested where they are raised (test_longmem_model.py, test_fox_wrapper.py, ...)."""
 
 import pytest
 from test_cli_end_to_end import BIN, run
@@ -23,9 +24,9 @@ def assert_one_message(proc, *expected):
     "model_args, extra, expected",
     [
         ("method=yarn,facter=2", [], ["Unknown --model_args facter", "factor"]),  # raised while the model loads
-        ("method=vanilla", ["--metadata", "fc_bogus=1"], ["fc_bogus"]),  # raised while the task builds
-    ],
-    ids=["misspelled-argument", "unknown-task-option"],
+        ("method=vanilla", ["--metadata", "fc_corpus=/nonexistent/corpus"], ["Unknown corpus '/nonexistent/corpus'"]),
+    ],  # the second is raised while the task builds (an unknown option would be caught at start-up)
+    ids=["misspelled-argument", "missing-corpus"],
 )
 def test_lm_eval_prints_our_errors_as_one_message(tiny_model_dir, model_args, extra, expected):
     proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},{model_args}",
