@@ -79,8 +79,9 @@ def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
     command = lm_eval_command(run, config)
     log = log_path(run)
     log.parent.mkdir(parents=True, exist_ok=True)
-    # The stock CLI finds `longmem` through the start-up hook; make sure it is on in the child.
-    env = {**os.environ, "LM_EVAL_LONGMEM_AUTOLOAD": "1"}
+    # The stock CLI finds `longmem` through the start-up hook: make sure it is on in the child.
+    # Unbuffered, so the log shows where a long run is while it runs.
+    env = {**os.environ, "LM_EVAL_LONGMEM_AUTOLOAD": "1", "PYTHONUNBUFFERED": "1"}
     start = time.monotonic()
     with open(log, "w", encoding="utf-8") as sink:
         sink.write(f"$ {display_command(command)}\n")
