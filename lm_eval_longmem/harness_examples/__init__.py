@@ -9,6 +9,3 @@ offline install lacks); pass the folder with `--include_path`, or copy a file an
 from pathlib import Path
 
 HARNESS_EXAMPLES_DIR = Path(__file__).resolve().parent
-
-if __name__ == "__main__":
-    print(HARNESS_EXAMPLES_DIR)
