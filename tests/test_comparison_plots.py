@@ -206,3 +206,13 @@ def test_a_run_whose_curve_cannot_be_read_is_skipped_with_a_warning(runs_dir, tm
     captured = capsys.readouterr()
     assert f"warning: skipped {broken_file}: task 'forgetting_curve' has no 'curve,none' metric" in captured.err
     assert len(saved[0].axes) == 2  # vanilla and infini still drawn
+
+
+@pytest.mark.parametrize("overlay", [False, True], ids=["panels", "overlay"])
+def test_a_training_length_far_beyond_the_tested_lengths_is_named_not_drawn(tmp_path, saved, overlay):
+    write(tmp_path / "out" / "results_1.json", lm_eval_results(
+        {"forgetting_curve": forgetting_metrics([32, 64, 128, 256], [0.97, 0.94, 0.97, 0.99], fine=0, coarse=256)}))
+    assert main(["plot", str(tmp_path / "out"), "-o", str(tmp_path / "fc.png"), *(["--overlay"] if overlay else [])]) == 0
+    (ax,) = saved[0].axes
+    assert "training length = 8192 (beyond the tested lengths)" in legend_texts(ax)
+    assert ax.get_xlim()[1] < 1000  # the curve keeps the width of the plot

@@ -38,6 +38,8 @@ REGION_LEGEND = {
 # Beyond this ratio between the longest and shortest length, a linear axis squashes the
 # short lengths (where fine-grained memory lives) into one corner.
 LOG_X_SPAN = 50
+# Training-length markers are drawn up to this multiple of the longest tested length.
+MARK_SPAN = 2
 
 
 def memory_regions(run: CurveRun) -> list[tuple[str, float, float]]:
@@ -143,7 +145,8 @@ def _plot_overlay(
                 label=f"{label}: LM")
     if training_length is None and len({run.training_length for run in runs}) == 1:
         training_length = runs[0].training_length  # marked only when every run shares it
-    if training_length is not None:
+    longest = max(point["length"] for run in runs for point in run.points)
+    if training_length is not None and not _mark_or_mention(ax, training_length, longest):
         ax.axvline(training_length, color="red", linestyle="--", linewidth=1.2,
                    label=f"training length = {training_length}")
     if log_x:
@@ -176,7 +179,7 @@ def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
         _plot_with_band(ax, lengths, run.points, "lm", LM_COLOR, "LM accuracy")
         ax.set_ylabel("token accuracy")
 
-    if training_length is not None:
+    if training_length is not None and not _mark_or_mention(ax, training_length, max(lengths)):
         ax.axvline(
             training_length,
             color="red",
@@ -196,6 +199,15 @@ def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     legend_outside(ax)
+
+
+def _mark_or_mention(ax: Axes, training_length: int, longest: int) -> bool:
+    """Far beyond the tested lengths, a training-length line would squash every curve into
+    the left edge: name it in the legend instead. True when it was only mentioned."""
+    if training_length <= MARK_SPAN * longest:
+        return False
+    ax.plot([], [], " ", label=f"training length = {training_length} (beyond the tested lengths)")
+    return True
 
 
 def _plot_with_band(
