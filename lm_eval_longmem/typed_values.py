@@ -46,7 +46,7 @@ def coerce(value: Any, annotation: Any) -> Any:
             except (TypeError, ValueError) as err:
                 reasons.append(str(err))
         if len(reasons) == 1:  # `X | None`: X's own reason says more than the list of forms
-            raise MalformedValueError(reasons[0] + (" (or none)" if type(None) in options else ""))
+            raise MalformedValueError(reasons[0] + (", or none" if type(None) in options else ""))
         raise MalformedValueError(f"expected {expected_form(annotation)}")
     if origin is tuple:
         item = next(a for a in typing.get_args(annotation) if a is not Ellipsis)

@@ -111,7 +111,7 @@ def test_well_formed_lists_are_read(raw):
         (bool, "maybe", "expected true or false"),
         (bool, 2, "expected true or false"),
         (str, [1, 2], "expected a single value"),
-        (int | None, "x", "expected an integer such as 1024 (or none)"),
+        (int | None, "x", "expected an integer such as 1024, or none"),
     ],
 )
 def test_malformed_scalars_say_the_form_expected(annotation, raw, expected):
