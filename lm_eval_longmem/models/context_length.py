@@ -56,6 +56,8 @@ def has_relative_positions(config) -> bool:
 
     if is_fox_config(config) or getattr(config, "alibi", False) is True:
         return True
+    if getattr(config, "position_embedding_type", "absolute") != "absolute":  # "rotary", "alibi", "relative_key"...
+        return True
     if any(getattr(config, name, None) for name in _RELATIVE_POSITION_ATTRIBUTES):
         return True
     return not any(getattr(config, name, None) for name in _POSITION_TABLE_ATTRIBUTES)
