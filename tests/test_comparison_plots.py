@@ -69,7 +69,8 @@ def runs_dir(tmp_path):
 
 
 def legend_texts(ax) -> list[str]:
-    return [text.get_text() for text in ax.get_legend().get_texts()]
+    """Legend entries with their wrapping undone."""
+    return [text.get_text().replace("\n", " ") for text in ax.get_legend().get_texts()]
 
 
 def bands_within(fig, low, high) -> bool:
@@ -167,6 +168,8 @@ def test_forgetting_curves_overlay_on_one_axes_with_memory_lengths_in_the_legend
     texts = legend_texts(ax)
     assert "vanilla: copy, fine 64, coarse 512" in texts
     assert "infini (segment_length=2048): copy, fine 512, coarse >4096" in texts
+    wrapped = [line for text in ax.get_legend().get_texts() for line in text.get_text().split("\n")]
+    assert len(wrapped) > len(texts) and max(map(len, wrapped)) <= int(3.5 * 9.5 / 0.85)  # long entries wrap
     assert bands_within(fig, 0.0, 1.0)
 
 

@@ -25,6 +25,8 @@ FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 DPI = 130
 # Characters per inch of figure width at the default title size, a little conservative.
 _CHARS_PER_INCH = 9.5
+# Width given to a legend beside the axes before its entries wrap.
+LEGEND_WIDTH_INCHES = 3.5
 
 
 class FigureOutputError(LongMemError, ValueError):
@@ -155,10 +157,12 @@ def draw_series(
 
 
 def legend_outside(ax: Axes, title: str | None = None) -> None:
-    """Legend to the right of the axes, so it never hides a curve."""
+    """Legend to the right of the axes, so it never hides a curve; long entries wrap."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, title=title)
+        labels = [wrap(label, LEGEND_WIDTH_INCHES, fontsize_scale=0.85) for label in labels]
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False,
+                  title=title)
 
 
 def log2_axis(ax: Axes, axis: str = "x") -> None:
