@@ -27,7 +27,8 @@ def test_headline_command_with_a_compressing_budget(method, tiny_model_dir, corp
     config = results["config"]
     assert config["longmem_method"] == method and config["longmem_scoring"] == f"bounded_cache:{method}"
     assert config["longmem_method_args"]["max_context_length"] == 24
-    assert config["longmem_context_length"] == 128  # the training length: tasks are sized as for vanilla
+    assert config["longmem_context_length"] == 1 << 20  # bounded memory: inputs of any length are accepted
+    assert config["longmem_bounded_memory"] is True
 
 
 @pytest.mark.parametrize("method", ["statedclm", "longcache"])
