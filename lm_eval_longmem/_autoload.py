@@ -114,8 +114,15 @@ def activate(argv=None) -> bool:
     from lm_eval_longmem.errors import install_concise_excepthook  # os and sys only
 
     install_concise_excepthook()  # our errors print as one message, not a traceback
+    watch_lm_eval()
+    return True
+
+
+def watch_lm_eval() -> None:
+    """Hook our callbacks onto lm-eval's modules (now if already imported, else when they
+    load). Also used by `lm-eval-longmem`'s pass-through, which works even with the hook off."""
     if any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        return True
+        return
     callbacks = {}
     for name, callback in _CALLBACKS.items():
         if name in sys.modules:
@@ -124,4 +131,3 @@ def activate(argv=None) -> bool:
             callbacks[name] = callback
     if callbacks:
         sys.meta_path.insert(0, _AfterImport(callbacks))
-    return True

@@ -59,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0]).main(argv[1:])
 
-    import lm_eval_longmem
+    from lm_eval_longmem._autoload import watch_lm_eval
+
+    watch_lm_eval()  # what the start-up hook does for `lm_eval`: model, tasks, folders, checks
     from lm_eval.__main__ import cli_evaluate
 
-    lm_eval_longmem.register()
     sys.argv = ["lm-eval", *argv]
     cli_evaluate()
     return 0
