@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+from lm_eval_longmem.cli.figure_arguments import figure_parser
 
 HELP = "draw forgetting curves (copy vs LM accuracy, memory regions) from lm-eval results"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lm-eval-longmem plot", description=HELP[0].upper() + HELP[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
-    parser.add_argument("-o", "--output", default="forgetting_curve.png", help="figure to write; .png, .pdf or .svg")
+    parser = figure_parser("plot", HELP, "forgetting_curve.png")
     parser.add_argument("--training-length", type=int, default=None, help="override the marked training length")
-    parser.add_argument("--title", default=None)
     parser.add_argument("--overlay", action="store_true", help="all runs on one axes (default: one panel per run)")
     parser.add_argument("--log-x", dest="log_x", action="store_true", default=None, help="log-scale length axis")
     parser.add_argument("--linear-x", dest="log_x", action="store_false", help="linear length axis")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+from lm_eval_longmem.cli.figure_arguments import figure_parser
 
 HELP = "draw longmem_passkey accuracy heatmaps (length x depth) from lm-eval results"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lm-eval-longmem plot-passkey", description=HELP[0].upper() + HELP[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
-    parser.add_argument("-o", "--output", default="passkey.png", help="figure to write; .png, .pdf or .svg")
-    parser.add_argument("--title", default=None)
+    parser = figure_parser("plot-passkey", HELP, "passkey.png")
     args = parser.parse_args(argv)
 
     from lm_eval_longmem.report.discovery import read_each, runs_with_task

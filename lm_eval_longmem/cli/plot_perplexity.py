@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+from lm_eval_longmem.cli.figure_arguments import figure_parser
 
 HELP = "draw longmem_perplexity perplexity vs length (and loss by position) from lm-eval results"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lm-eval-longmem plot-perplexity", description=HELP[0].upper() + HELP[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
-    parser.add_argument("-o", "--output", default="perplexity.png", help="figure to write; .png, .pdf or .svg")
-    parser.add_argument("--title", default=None)
+    parser = figure_parser("plot-perplexity", HELP, "perplexity.png")
     args = parser.parse_args(argv)
 
     from lm_eval_longmem.report.discovery import runs_with_task

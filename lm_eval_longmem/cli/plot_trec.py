@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+from lm_eval_longmem.cli.figure_arguments import figure_parser
 
 HELP = "draw longmem_trec_manyshot accuracy vs number of shots (one line per run) from lm-eval results"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lm-eval-longmem plot-trec", description=HELP[0].upper() + HELP[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
-    parser.add_argument("-o", "--output", default="trec_manyshot.png", help="figure to write; .png, .pdf or .svg")
-    parser.add_argument("--title", default=None)
+    parser = figure_parser("plot-trec", HELP, "trec_manyshot.png")
     args = parser.parse_args(argv)
 
     from lm_eval_longmem.report.discovery import runs_with_task
