@@ -20,6 +20,7 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
+from lm_eval_longmem.data_parallel import adopt_launched_processes
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import loading_from_hub, offline_context
@@ -102,6 +103,7 @@ class LongMemLM(HFLM):
             pretrained = str(default_model_dir())
         with loading_from_hub(pretrained):
             super().__init__(pretrained=pretrained, device=resolve_device(device), **other)
+        adopt_launched_processes(self)  # split documents under `accelerate launch` where HFLM sees < 2 GPUs
         if self.backend != "causal":
             raise ValueError("--model longmem supports decoder-only (causal) models only.")
         self._model = self.longmem_method.prepare_model(self._model)
