@@ -143,6 +143,17 @@ class Series:
     upper: tuple[float, ...] | None = None
 
 
+Z95 = 1.96  # half-width of a normal 95% interval, in standard errors
+
+
+def series_with_interval(label: str, points: dict[float, tuple[float, float | None]]) -> Series:
+    """A line through {x: (value, stderr)} with its 95% band (no band where stderr is unknown)."""
+    x = tuple(points)
+    y = tuple(value for value, _ in points.values())
+    half = tuple(Z95 * stderr if stderr is not None else 0.0 for _, stderr in points.values())
+    return Series(label, x, y, tuple(v - h for v, h in zip(y, half)), tuple(v + h for v, h in zip(y, half)))
+
+
 def draw_series(
     ax: Axes,
     series: Sequence[Series],

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from lm_eval_longmem.errors import ResultsFileError
 from lm_eval_longmem.report.figures import (
-    Series,
     check_output,
     draw_series,
     legend_labels,
@@ -23,13 +22,13 @@ from lm_eval_longmem.report.figures import (
     pyplot,
     run_colors,
     save_figure,
+    series_with_interval,
     wrap,
 )
 from lm_eval_longmem.report.headlines import PREFERRED_FILTER, bucketed
 from lm_eval_longmem.report.runs import RunInfo, short_model_name
 
 TASK = "longmem_perplexity"
-Z95 = 1.96
 
 
 def perplexity_points(run: RunInfo, task: str = TASK) -> dict[int, tuple[float, float | None]]:
@@ -74,10 +73,7 @@ def plot_perplexity(runs: list[RunInfo], output: str | Path, title: str | None =
         for (run, points, _), label, color in zip(rows, labels, colors):
             if not points:
                 continue
-            lengths = tuple(points)
-            ppl = tuple(value for value, _ in points.values())
-            half = tuple(Z95 * se if se is not None else 0.0 for _, se in points.values())
-            series.append(Series(label, lengths, ppl, tuple(p - h for p, h in zip(ppl, half)), tuple(p + h for p, h in zip(ppl, half))))
+            series.append(series_with_interval(label, points))
             series_colors.append(color)
         draw_series(ax, series, series_colors, band_limits=(1.0, None))  # perplexity >= 1
         lengths = [x for line in series for x in line.x]

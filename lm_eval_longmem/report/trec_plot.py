@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from lm_eval_longmem.report.figures import (
-    Series,
     check_output,
     draw_series,
     legend_labels,
@@ -21,13 +20,13 @@ from lm_eval_longmem.report.figures import (
     pyplot,
     run_colors,
     save_figure,
+    series_with_interval,
     wrap,
 )
 from lm_eval_longmem.report.headlines import bucketed
 from lm_eval_longmem.report.runs import RunInfo, short_model_name
 
 TASK = "longmem_trec_manyshot"
-Z95 = 1.96
 
 
 def trec_points(run: RunInfo, task: str = TASK) -> dict[int, tuple[float, float | None]]:
@@ -48,14 +47,7 @@ def plot_trec_accuracy(runs: list[RunInfo], output: str | Path, title: str | Non
             + ", ".join(str(run.source) for run in runs)
         )
     labels, shared = legend_labels([short_model_name(r.model) for r, _ in drawn], [r.variant for r, _ in drawn])
-    series = []
-    for (run, points), label in zip(drawn, labels):
-        shots = tuple(points)
-        accuracy = tuple(value for value, _ in points.values())
-        half = tuple(Z95 * stderr if stderr is not None else 0.0 for _, stderr in points.values())
-        series.append(
-            Series(label, shots, accuracy, tuple(a - h for a, h in zip(accuracy, half)), tuple(a + h for a, h in zip(accuracy, half)))
-        )
+    series = [series_with_interval(label, points) for (_, points), label in zip(drawn, labels)]
     width = 9
     fig, ax = plt.subplots(figsize=(width, 4.8))
     draw_series(ax, series, run_colors(len(series)))
