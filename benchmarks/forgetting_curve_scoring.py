@@ -15,23 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
+
+from process_memory import reset_peak, status_kib  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        return int(re.search(rf"{field}:\s+(\d+)", fh.read()).group(1))
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")  # resets VmHWM to the current RSS (Linux)
 
 
 def _request(tokenizer, length: int):
@@ -63,14 +56,14 @@ def worker(impl: str, length: int, repeats: int, max_length: int) -> dict:
     lm = cls(pretrained=path, device="cpu", max_length=max_length)
     request = _request(lm.tokenizer, length)
     lm._loglikelihood_tokens([(None, request[1][:16], request[2][:4])], disable_tqdm=True)  # warm-up
-    _reset_peak()
-    baseline = _status_kib("VmRSS")
+    reset_peak()
+    baseline = status_kib("VmRSS")
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         (result,) = lm._loglikelihood_tokens([request], disable_tqdm=True)
         times.append(time.perf_counter() - t0)
-    peak = _status_kib("VmHWM") - baseline
+    peak = status_kib("VmHWM") - baseline
     return {"impl": impl, "length": length, "input_tokens": len(request[1]) + len(request[2]) - 1,
             "seconds": min(times), "peak_mib": peak / 1024, "loglikelihood": result[0]}
 

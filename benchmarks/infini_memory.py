@@ -28,11 +28,12 @@ import argparse
 import json
 import logging
 import os
-import re
 import statistics
 import subprocess
 import sys
 import time
+
+from process_memory import reset_peak, status_kib  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -71,9 +72,8 @@ class PeakMemory:
             torch.cuda.reset_peak_memory_stats()
             self.start = torch.cuda.memory_allocated()
         else:
-            with open("/proc/self/clear_refs", "w") as fh:  # resets VmHWM to the current RSS
-                fh.write("5")
-            self.start = _status_kib("VmRSS") * 1024
+            reset_peak()
+            self.start = status_kib("VmRSS") * 1024
         return self
 
     def __exit__(self, *exc):
@@ -83,12 +83,8 @@ class PeakMemory:
             torch.cuda.synchronize()
             self.peak = torch.cuda.max_memory_allocated() - self.start
         else:
-            self.peak = _status_kib("VmHWM") * 1024 - self.start
+            self.peak = status_kib("VmHWM") * 1024 - self.start
 
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        return int(re.search(rf"{field}:\s+(\d+)", fh.read()).group(1))
 
 
 def infini_session(model, segment_length: int):

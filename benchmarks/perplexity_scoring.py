@@ -22,24 +22,17 @@ import argparse
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import time
+
+from process_memory import reset_peak, status_kib  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 IMPLS = ("ours", "hflm", "torch")
 
 
-def _kib(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        return int(re.search(rf"{field}:\s+(\d+)", fh.read()).group(1))
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")  # VmHWM back to the current RSS (Linux)
 
 
 def _window(tokenizer, length: int) -> list[int]:
@@ -77,14 +70,14 @@ def worker(impl: str, length: int, repeats: int) -> dict:
 
     ids = _window(lm.tokenizer, length)
     score(ids[:16])  # warm-up
-    _reset_peak()
-    baseline = _kib("VmRSS")
+    reset_peak()
+    baseline = status_kib("VmRSS")
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         nll = score(ids)
         times.append(time.perf_counter() - t0)
-    return {"impl": impl, "seconds": min(times), "peak_mib": (_kib("VmHWM") - baseline) / 1024,
+    return {"impl": impl, "seconds": min(times), "peak_mib": (status_kib("VmHWM") - baseline) / 1024,
             "ppl": math.exp(nll / (length - 1))}
 
 
