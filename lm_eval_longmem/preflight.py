@@ -4,10 +4,12 @@ retries):
 
 * `--model longmem --model_args pretrained=<hub id>` whose model is not in the Hugging Face
   cache while the Hub is unreachable;
+* an unknown `method=` or a bad argument of the method (listing the valid ones);
 * `--tasks` of ours (or the `longmem` group) whose datasets are missing: every missing one is
   listed at once, with the one command that fetches them all.
 
-`install()` wraps lm-eval's `run` subcommand (`lm_eval._cli.run.Run._execute`), which receives
+`install()` also fills in task metadata the embedded default model implies
+(default_task_metadata.py). It wraps lm-eval's `run` subcommand (`lm_eval._cli.run.Run._execute`), which receives
 the arguments lm-eval has already parsed; the start-up hook and `lm-eval-longmem` call it.
 """
 
@@ -16,6 +18,8 @@ from __future__ import annotations
 import functools
 import os
 from typing import Any
+
+from lm_eval_longmem.default_task_metadata import fill_default_tokenizer
 
 _MARKER = "__lm_eval_longmem_preflight__"
 MODEL_NAME = "longmem"
@@ -34,6 +38,7 @@ def install(run_module=None) -> bool:
     @functools.wraps(function)
     def _execute(*args):
         check(args[-1])  # a staticmethod today; the namespace is the last argument either way
+        fill_default_tokenizer(args[-1])
         return function(*args)
 
     setattr(_execute, _MARKER, True)
@@ -68,6 +73,7 @@ def check(args) -> None:
     model_args = _as_dict(getattr(args, "model_args", None))
     if getattr(args, "model", None) == MODEL_NAME:
         check_model_source(model_args.get("pretrained"))
+        check_method_arguments(model_args)
     tasks = _task_names(getattr(args, "tasks", None))
     if not tasks:
         return
@@ -104,6 +110,26 @@ def check_task_options(tasks: list[str], options: dict) -> None:
         except ImportError:  # a task folder that is not there: lm-eval reports the task itself
             continue
         read_task_options(getattr(module, class_name), options, module.OPTION_PREFIX)
+
+
+def check_method_arguments(model_args: dict) -> None:
+    """An unknown method or a bad method argument fails here, before lm-eval indexes its tasks.
+
+    Only our own errors are raised: anything else (say, a `pretrained` path that is not there)
+    is left for the model load to report as it always has.
+    """
+    from lm_eval_longmem.errors import LongMemError
+    from lm_eval_longmem.models.methods import DEFAULT_METHOD
+    from lm_eval_longmem.models.methods.recorded import method_from_model_args
+
+    rest = dict(model_args)
+    pretrained, method = rest.pop("pretrained", None), rest.pop("method", None)
+    try:
+        method_from_model_args(pretrained, method, rest, DEFAULT_METHOD)
+    except LongMemError:
+        raise
+    except Exception:  # noqa: BLE001 - reported by the model load, with its own message
+        return
 
 
 def check_model_source(pretrained: Any) -> None:

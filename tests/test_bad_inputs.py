@@ -146,6 +146,16 @@ def test_start_up_check_reads_task_options_of_the_group_members():
             preflight.check(_args(tasks=["longmem"], metadata=metadata))
 
 
+def test_start_up_check_refuses_an_unknown_method_or_a_bad_method_argument():
+    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
+
+    with pytest.raises(UnknownMethodError, match=r"Unknown method='yarnn'(.|\n)*yarn:"):
+        preflight.check(_args(model_args={"method": "yarnn"}))
+    with pytest.raises(MethodArgumentError, match=r"factor='\[2' is not a valid float"):
+        preflight.check(_args(model_args={"method": "yarn", "factor": "[2"}))
+    preflight.check(_args(model_args={"method": "yarn", "factor": 4, "dtype": "float32"}))  # a valid one passes
+
+
 def test_start_up_check_passes_what_it_cannot_judge(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # Not ours: another model, unknown tasks, a local path as pretrained.

@@ -28,8 +28,8 @@ from lm_eval_longmem.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length
 from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.methods import DEFAULT_METHOD, build_method, get_method, split_method_args
-from lm_eval_longmem.models.methods.recorded import resolve_method
+from lm_eval_longmem.models.methods import DEFAULT_METHOD
+from lm_eval_longmem.models.methods.recorded import method_from_model_args
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.requests import token_ids_of
@@ -91,10 +91,7 @@ class LongMemLM(HFLM):
         **kwargs,
     ):
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
-        method, kwargs = resolve_method(pretrained, method, kwargs, DEFAULT_METHOD)
-        method_cls = get_method(method)
-        method_args, other = split_method_args(method_cls, kwargs)
-        self.longmem_method = build_method(method, method_args)
+        self.longmem_method, other = method_from_model_args(pretrained, method, kwargs, DEFAULT_METHOD)
         self._config_overrides = {
             k: other.pop(k) for k in list(other) if k not in _HFLM_PARAMETERS and k not in FROM_PRETRAINED_OPTIONS
         }

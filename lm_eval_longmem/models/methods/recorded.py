@@ -71,3 +71,16 @@ def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], d
     name, recorded_args = recorded
     logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
     return name, {**recorded_args, **model_args}
+
+
+def method_from_model_args(pretrained, method: str | None, model_args: dict[str, Any], default: str):
+    """(the built method, the model arguments that are not its own), from `--model_args`.
+
+    Raises the method's one-message errors (unknown method, unknown or malformed argument);
+    the preflight check calls it before lm-eval indexes tasks, the model again when built.
+    """
+    from lm_eval_longmem.models.methods import build_method, get_method, split_method_args
+
+    name, model_args = resolve_method(pretrained, method, model_args, default)
+    own, rest = split_method_args(get_method(name), model_args)
+    return build_method(name, own), rest

@@ -1,0 +1,30 @@
+"""Task metadata the embedded default model implies, filled in before lm-eval builds tasks.
+
+lm-eval merges `--model_args` into every task's metadata, and its synthetic tasks (RULER's
+`niah_*`, `ruler_vt`, ...) size their prompts with the tokenizer named there by `tokenizer=` or
+`pretrained=`. `--model longmem` without `pretrained=` evaluates the embedded default model, so
+such a task would stop with "No tokenizer or pretrained provided"; we name the default model's
+own tokenizer for it instead. An explicit `tokenizer=` (in either place) is never replaced.
+"""
+
+from __future__ import annotations
+
+MODEL_NAME = "longmem"
+
+
+def fill_default_tokenizer(args) -> bool:
+    """Add `tokenizer=<embedded model dir>` to `args.metadata` where nothing names a tokenizer."""
+    from lm_eval_longmem.preflight import _as_dict
+
+    if getattr(args, "model", None) != MODEL_NAME:
+        return False
+    model_args = _as_dict(getattr(args, "model_args", None))
+    metadata = getattr(args, "metadata", None)
+    if metadata is not None and not isinstance(metadata, dict):
+        return False  # a form we do not parse here: left exactly as the user wrote it
+    if "pretrained" in model_args or "tokenizer" in model_args or "tokenizer" in (metadata or {}):
+        return False
+    from lm_eval_longmem.default_model import default_model_dir
+
+    args.metadata = {**(metadata or {}), "tokenizer": str(default_model_dir())}
+    return True

@@ -1,0 +1,36 @@
+"""`--model longmem` with no `pretrained=` names the embedded model's tokenizer for tasks that
+need one (RULER sizes its prompts with it), without overriding a tokenizer the user gave."""
+
+import argparse
+
+from lm_eval_longmem.default_model import default_model_dir
+from lm_eval_longmem.default_task_metadata import fill_default_tokenizer
+
+
+def _args(**values):
+    base = {"model": "longmem", "model_args": {}, "metadata": None}
+    return argparse.Namespace(**{**base, **values})
+
+
+def test_embedded_default_names_its_tokenizer_for_ruler():
+    from lm_eval.tasks.ruler.common_utils import get_tokenizer
+
+    args = _args(metadata={"max_seq_lengths": [1024]})
+    assert fill_default_tokenizer(args)
+    assert args.metadata == {"max_seq_lengths": [1024], "tokenizer": str(default_model_dir())}
+    # RULER's loaders call this with the (merged) metadata's tokenizer= and pretrained=
+    tokenizer = get_tokenizer(tokenizer=args.metadata["tokenizer"], pretrained=None)
+    assert tokenizer("The grass is green.")["input_ids"]
+
+
+def test_a_named_model_or_tokenizer_is_left_alone():
+    for args in [
+        _args(model_args={"pretrained": "/some/model"}),
+        _args(model_args="pretrained=/some/model,method=yarn"),
+        _args(model_args={"tokenizer": "gpt2"}),
+        _args(metadata={"tokenizer": "gpt2"}),
+        _args(model="hf"),
+    ]:
+        before = dict(vars(args))
+        assert not fill_default_tokenizer(args)
+        assert vars(args) == before
