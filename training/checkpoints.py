@@ -65,6 +65,8 @@ def save_checkpoint(accelerator, output_dir: Path, recipe: Recipe, progress: Run
         shutil.rmtree(partial, ignore_errors=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(partial))
+    # every rank writes its own RNG file into `partial`: rename only once all have finished
+    accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         run = {"recipe": recipe.name, "step": progress.step, "tokens": progress.tokens, "fingerprint": recipe.fingerprint()}
         (partial / RUN_FILE).write_text(json.dumps(run, indent=2))
