@@ -47,6 +47,19 @@ def load():
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(path)
 
 
+PAIRS = (("statedclm", "streamingllm"), ("statedclm", "longcache"))
+
+
+def paired_difference(first, second, first_name, second_name) -> str:
+    """Mean of per-sample differences with a normal 95% interval (samples are paired: the same
+    sequence or prompt for both methods), and how often each method alone was right."""
+    diff = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
+    half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
+    wins = int((diff > 0).sum()), int((diff < 0).sum())
+    return (f"{first_name} - {second_name} = {diff.mean():+.3f} [{diff.mean() - half:+.3f}, {diff.mean() + half:+.3f}]"
+            f" ({first_name} better on {wins[0]}, worse on {wins[1]} of {len(diff)})")
+
+
 def method_args(name: str, budget: int, chunk: int, sink: int) -> dict:
     # longcache's recalled spans default to half the budget (its authors' proportion)
     return {"max_context_length": budget, "chunk_size": chunk, "sink_length": sink}
@@ -209,16 +222,25 @@ def main():
             cells = [f"{np.mean(acc[(n, L)]):6.3f} | {statistics.median(secs[(n, L)]):7.2f}s" for n in names]
             ratio = statistics.median(secs[("statedclm", L)]) / statistics.median(secs[("streamingllm", L)])
             print(f"{L:>6} ({2 * L + 1:>5})  " + " ".join(f"{x:>22}" for x in cells) + f" {ratio:>19.2f}x")
-        report["forgetting_curve"] = {f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "seconds": secs[(n, L)]}
+        print("Paired over the same sequences (mean difference of copy accuracy, 95% interval):")
+        for L in args.fc_lengths:
+            print(f"  L={L}: " + "; ".join(paired_difference(acc[(a, L)], acc[(b, L)], a, b) for a, b in PAIRS))
+        report["forgetting_curve"] = {f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "per_sample": acc[(n, L)],
+                                                   "seconds": secs[(n, L)]}
                                       for n in names for L in args.fc_lengths}
     if "passkey" not in args.skip:
         hits, answers = passkey(c, args.passkey_lengths, args.passkey_depths, args.passkey_samples, names)
-        print("\nPasskey accuracy (greedy, first integer = key)")
+        print("\nPasskey: keys found / keys asked (greedy, first integer = key)")
         print(f"{'length':>8} {'depth':>6} " + " ".join(f"{n:>13}" for n in names))
         for L in args.passkey_lengths:
             for d in args.passkey_depths:
-                print(f"{L:>8} {d:>6.2f} " + " ".join(f"{np.mean(hits[(n, L, d)]):>13.2f}" for n in names))
-        report["passkey"] = {f"{n}@{L}@{d}": float(np.mean(hits[(n, L, d)])) for n in names for L in args.passkey_lengths for d in args.passkey_depths}
+                print(f"{L:>8} {d:>6.2f} " + " ".join(f"{sum(hits[(n, L, d)]):>10}/{len(hits[(n, L, d)]):<2}" for n in names))
+        print("Paired over the same prompts, all depths (difference of accuracy, 95% interval):")
+        for L in args.passkey_lengths:
+            pooled = {n: [h for d in args.passkey_depths for h in hits[(n, L, d)]] for n in names}
+            print(f"  {L} tokens: " + "; ".join(paired_difference(pooled[a], pooled[b], a, b) for a, b in PAIRS))
+        report["passkey"] = {f"{n}@{L}@{d}": [bool(h) for h in hits[(n, L, d)]]
+                             for n in names for L in args.passkey_lengths for d in args.passkey_depths}
         report["passkey_answers"] = {f"{k[0]}@{k[1]}@{k[2]}@{k[3]}": v for k, v in answers.items()}
     if "decode" not in args.skip:
         per_token = decode_timing(c, stream, args.decode_contexts, decode_tokens, args.decode_reps, names)
