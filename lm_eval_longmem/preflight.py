@@ -71,18 +71,19 @@ def check(args) -> None:
     from lm_eval_longmem.hub import hub_reachable
 
     model_args = _as_dict(getattr(args, "model_args", None))
-    if getattr(args, "model", None) == MODEL_NAME:
+    ours = getattr(args, "model", None) == MODEL_NAME
+    if ours:
         check_model_source(model_args.get("pretrained"))
-        check_method_arguments(model_args)
     tasks = _task_names(getattr(args, "tasks", None))
-    if not tasks:
-        return
-    from lm_eval_longmem.data.requirements import expand_groups, missing_for, needed
+    if tasks:
+        from lm_eval_longmem.data.requirements import expand_groups, missing_for, needed
 
-    options = {**model_args, **_as_dict(getattr(args, "metadata", None))}
-    check_task_options(expand_groups(tasks), options)
-    if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
-        missing_for(tasks, options)
+        options = {**model_args, **_as_dict(getattr(args, "metadata", None))}
+        check_task_options(expand_groups(tasks), options)
+        if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
+            missing_for(tasks, options)
+    if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (~4 s)
+        check_method_arguments(model_args)
 
 
 # task -> (protocol module, options dataclass): read here without importing lm-eval's task code.
