@@ -182,7 +182,7 @@ def test_headlines_of_every_task():
                                          ("topicret_mean", 0.5)]
     assert names["longmem_perplexity"] == [("ppl@1024", 12.0)]
     assert not found["longmem_perplexity"][0].column.higher_is_better
-    assert "hellaswag" not in found
+    assert names["hellaswag"] == [("hellaswag:acc", 0.3)] and list(found)[-1] == "hellaswag"  # others after ours
 
 
 def test_reduced_forgetting_curve_and_absent_perplexity_give_no_numbers():
@@ -276,25 +276,56 @@ def test_csv_and_json_keep_full_numbers(two_methods, tmp_path, capsys):
     assert vanilla["stderr"]["trec@10shots"] == 0.08 and vanilla["sources"][0].endswith(".json")
 
 
+def test_builtin_long_tasks_beside_ours_get_a_column_per_metric_in_their_direction(two_methods, capsys):
+    """RULER and LongBench run next to our tasks (one lm_eval call or another): their numbers join
+    the same row, after our columns, and sort in the direction the file records."""
+    ruler = {"niah_single_1": {"alias": "niah_single_1", "4096,none": 0.96, "4096_stderr,none": "N/A",
+                               "8192,none": 0.5, "8192_stderr,none": "N/A"},
+             "longbench_qasper": {"alias": "longbench_qasper", "qa_f1_score,none": 0.25,
+                                  "qa_f1_score_stderr,none": 0.02},
+             "toy_error_rate": {"alias": "toy_error_rate", "wer,none": 0.3}}
+    data = lm_eval_results(ruler, method="yarn", method_args={"factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0},
+                           model_args="method=yarn,factor=4", date=1795460000.0)
+    data["higher_is_better"] = {"niah_single_1": {"4096": True, "8192": True},
+                                "longbench_qasper": {"qa_f1_score": True}, "toy_error_rate": {"wer": False}}
+    write(two_methods / "yarn" / "SmolLM2" / "results_2026-11-23T12-00-00.000001.json", data)
+    write(two_methods / "vanilla" / "SmolLM2" / "results_2026-11-23T12-30-00.000001.json", lm_eval_results(
+        {"toy_error_rate": {"alias": "toy_error_rate", "wer,none": 0.1}}, date=1795460100.0))
+
+    board = build_leaderboard(collect_runs([two_methods]).runs)
+    names = board.column_names
+    ours_last = max(names.index(n) for n in names if n.startswith(("fc_", "passkey", "trec", "topicret", "ppl")))
+    theirs = [n for n in names if ":" in n]
+    assert theirs == ["longbench_qasper:qa_f1_score", "niah_single_1:4096", "niah_single_1:8192", "toy_error_rate:wer"]
+    assert min(names.index(n) for n in theirs) > ours_last
+    yarn = next(row for row in board.rows if row.run.method == "yarn")
+    assert yarn.value("niah_single_1:8192") == 0.5 and yarn.value("passkey@1024") == 1.0  # one row, both files
+    by_error = sort_leaderboard(board, "toy_error_rate:wer")  # lower is better, as the file says
+    assert [row.run.method for row in by_error.rows] == ["vanilla", "yarn"]
+    assert main(["leaderboard", str(two_methods), "--sort", "niah_single_1:8192"]) == 0
+    rows = table_rows(capsys.readouterr().out)
+    assert rows[0]["method"] == "yarn" and rows[0]["niah_single_1:8192"] == "0.500"
+
+
 # --- bad input ------------------------------------------------------------------------------------
 
 
 def test_a_corrupt_or_foreign_file_is_skipped_with_a_warning_naming_it(two_methods, capsys):
     corrupt = write(two_methods / "broken" / "results_2026-11-23T12-00-00.json", '{"results": {"forgetting_')
     foreign = write(two_methods / "other" / "results_2026-11-23T13-00-00.json", {"leaderboard": [1, 2]})
-    builtin = write(two_methods / "hs" / "results_2026-11-23T14-00-00.json",
-                    lm_eval_results({"hellaswag": {"acc,none": 0.3}}, method="vanilla"))
+    numberless = write(two_methods / "hs" / "results_2026-11-23T14-00-00.json",
+                       lm_eval_results({"hellaswag": {"alias": "hellaswag"}}, method="vanilla"))
     assert main(["leaderboard", str(two_methods)]) == 0
     captured = capsys.readouterr()
     assert len(table_rows(captured.out)) == 2
     warnings = captured.err.splitlines()
     assert len(warnings) == 3 and all(line.startswith("warning: skipped ") for line in warnings)
     for path, reason in ((corrupt, "not a readable lm-eval results file"), (foreign, "no 'results' mapping"),
-                         (builtin, "tasks present: hellaswag")):
+                         (numberless, "no numeric results (tasks present: hellaswag)")):
         assert any(str(path) in line and reason in line for line in warnings), captured.err
 
 
-@pytest.mark.parametrize("case", ["missing folder", "no results files", "only corrupt files", "no task of ours"])
+@pytest.mark.parametrize("case", ["missing folder", "no results files", "only corrupt files", "no numbers"])
 def test_nothing_to_tabulate_is_one_clear_error(tmp_path, case):
     if case == "missing folder":
         target, expected = tmp_path / "nowhere", "No such results file or directory"
@@ -305,8 +336,8 @@ def test_nothing_to_tabulate_is_one_clear_error(tmp_path, case):
         write(tmp_path / "out" / "results_1.json", "not json")
         target, expected = tmp_path / "out", "No readable lm-eval results"
     else:
-        write(tmp_path / "out" / "results_1.json", lm_eval_results({"piqa": {"acc,none": 0.6}}))
-        target, expected = tmp_path / "out", "None of the results files has results of forgetting_curve"
+        write(tmp_path / "out" / "results_1.json", lm_eval_results({"piqa": {"alias": "piqa"}}))
+        target, expected = tmp_path / "out", "None of the results files has numeric results of any task"
     with pytest.raises(ResultsFileError, match=expected.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
         main(["leaderboard", str(target)])
 

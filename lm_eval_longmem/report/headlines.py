@@ -5,7 +5,8 @@ put a bucket in the name, zero-padded (`acc@len0512`, `acc@0010shots`, `ppl@0102
 `tasks/buckets.py`). Buckets are parsed back to integers here, so runs whose paddings differ
 (a grid up to 999 vs one up to 4096) still share a column, and columns sort numerically.
 A task missing from a file, or a metric missing from a task (an older results file, the
-reduced forgetting-curve metric of `--model hf`), simply yields no number.
+reduced forgetting-curve metric of `--model hf`), simply yields no number. Tasks that are not
+ours (lm-eval's RULER, LongBench, ... run next to ours) get one column per numeric metric.
 """
 
 from __future__ import annotations
@@ -133,16 +134,30 @@ EXTRACTORS: dict[str, Callable[[dict], list[Headline]]] = {
 TASK_ORDER = list(EXTRACTORS)
 
 
-def headlines_of(results: dict) -> dict[str, list[Headline]]:
-    """task -> its headlines, for the tasks of one results file that the leaderboard knows."""
+def other_task(task: str, metrics: dict, higher_is_better: dict | None = None) -> list[Headline]:
+    """Any other task (lm-eval's `ruler`, `longbench`, ...): each numeric metric as a column
+    `<task>:<metric>`, after ours, in the direction the results file records for it."""
+    direction = higher_is_better if isinstance(higher_is_better, dict) else {}
+    return [
+        Headline(Column(f"{task}:{name}", task, (len(TASK_ORDER), task, name), direction.get(name) is not False),
+                 value, stderr)
+        for name, (value, stderr) in sorted(metric_values(metrics).items())
+    ]
+
+
+def headlines_of(results: dict, higher_is_better: dict | None = None) -> dict[str, list[Headline]]:
+    """task -> its headlines for every task of one results file: ours by their extractors, any
+    other task by its numeric metrics (`higher_is_better` is the file's mapping of that name)."""
     found = {}
-    for task, extract in EXTRACTORS.items():
-        metrics = results.get(task)
-        if isinstance(metrics, dict):
-            headlines = extract(metrics)
-            if headlines:
-                found[task] = headlines
-    return found
+    directions = higher_is_better if isinstance(higher_is_better, dict) else {}
+    for task, metrics in results.items():
+        if not isinstance(metrics, dict):
+            continue
+        extract = EXTRACTORS.get(task)
+        headlines = extract(metrics) if extract else other_task(task, metrics, directions.get(task))
+        if headlines:
+            found[task] = headlines
+    return dict(sorted(found.items(), key=lambda item: (TASK_ORDER.index(item[0]) if item[0] in EXTRACTORS else len(TASK_ORDER), item[0])))
 
 
 def _is_number(value) -> bool:

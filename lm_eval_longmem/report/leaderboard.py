@@ -49,7 +49,7 @@ class Leaderboard:
     columns: list[Column]  # the metric columns, in display order
     rows: list[Row]
     show_date: bool = False
-    skipped: list[tuple[Path, str]] = field(default_factory=list)  # files with none of our tasks
+    skipped: list[tuple[Path, str]] = field(default_factory=list)  # files with no numeric results
 
     @property
     def column_names(self) -> list[str]:
@@ -61,10 +61,10 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     skipped = []
     columns: dict[str, Column] = {}
     for run in sorted(runs, key=lambda r: r.date):  # oldest first: newer files overwrite tasks
-        by_task = headlines_of(run.data["results"])
+        by_task = headlines_of(run.data["results"], run.data.get("higher_is_better"))
         if not by_task:
             present = ", ".join(sorted(run.data["results"])) or "none"
-            skipped.append((run.source, f"no headline numbers of a task the leaderboard reads (tasks present: {present})"))
+            skipped.append((run.source, f"no numeric results (tasks present: {present})"))
             continue
         key = run.source if keep_all else run.identity
         row = rows.setdefault(key, Row(run))
@@ -78,10 +78,7 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
                 columns.setdefault(headline.column.name, headline.column)
     if not rows:
         reasons = "; ".join(f"{source}: {why}" for source, why in skipped)
-        raise ResultsFileError(
-            "None of the results files has results of forgetting_curve, longmem_passkey, "
-            f"longmem_trec_manyshot, longmem_topicret or longmem_perplexity ({reasons})."
-        )
+        raise ResultsFileError(f"None of the results files has numeric results of any task ({reasons}).")
     ordered = sorted(rows.values(), key=lambda row: (row.run.model, row.run.method, row.run.arguments_text, row.run.date))
     return Leaderboard(sorted(columns.values(), key=lambda c: c.order), ordered, keep_all, skipped)
 
