@@ -5,7 +5,8 @@ It runs from `lm_eval_longmem_autoload.pth` (or the PEP 829 `.start` file on Pyt
 `sys` and returns at once unless the process is the lm-eval CLI. There it installs an
 import watcher that registers our model right after `lm_eval.models` has registered the
 built-in ones (registering earlier would hide them: lm-eval only imports its model table
-when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` loads, and
+when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` loads (our task
+folder added; lm-eval's own task YAMLs served from a parse cache, task_index_cache.py), and
 names `--model longmem` results folders after model and method once lm-eval's evaluation
 tracker loads (run_name.py), and puts the start-up checks (preflight.py: malformed options,
 uncached model or missing datasets offline) and the known-harmless-message filters (quiet.py)
@@ -81,9 +82,10 @@ def _on_models_loaded(_module):
 
 
 def _on_task_manager_loaded(module):
-    from lm_eval_longmem.registration import register_tasks
+    from lm_eval_longmem.registration import register_task_index_cache, register_tasks
 
     register_tasks(module)
+    register_task_index_cache()
 
 
 def _on_tracker_loaded(module):

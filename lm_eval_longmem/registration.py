@@ -122,9 +122,17 @@ def register_run_names(tracker_module=None) -> bool:
     return True
 
 
+def register_task_index_cache() -> bool:
+    """lm-eval's built-in task YAMLs parsed once per install, not on every start (task_index_cache.py)."""
+    from lm_eval_longmem.task_index_cache import install
+
+    return install()
+
+
 def register_all() -> None:
     register_model()
     register_tasks()
+    register_task_index_cache()
     register_run_names()
     register_architectures()
 
