@@ -4,8 +4,8 @@ default model's whole context (SmolLM2-135M, 8192 tokens) with no `max_length=`.
 L = 4200 gives copy and LM inputs of 2L + 1 = 8401 tokens. streamingllm runs with the budget of
 the README's bounded-cache benchmark (Table 3's proportions at 512 entries: 32 sinks, chunks of
 64), so attention never sees more than 576 positions. Cost: 131 chunks per sequence, two
-sequences; measured 1964 s for the first sequence on 2 CPU cores shared at load ~11 (a quiet
-machine or a GPU is many times faster). Run with: ./scripts/test.sh --slow
+sequences; measured 129 s for the whole test on 2 CPU cores (copy accuracy 0.403, LM accuracy
+0.400: the copy source left the window long ago). Run with: ./scripts/test.sh --slow
 """
 
 import pytest
