@@ -41,7 +41,9 @@ def test_missing_data_offline_fails_fast_and_names_the_fix(tmp_path):
     assert len(lines) == 3, out
     for line, option in zip(lines, ("trec_data_dir", "topicret_data", "trec_data_dir")):
         seconds, message = line.split("|", 1)
-        assert float(seconds) < 5, line
+        # no Hub retries: ~1 s on a quiet machine (the first load also imports `datasets`);
+        # generous, so a busy CI machine cannot fail it
+        assert float(seconds) < 20, line
         assert "cannot be reached" in message and "HF_DATASETS_OFFLINE" in message and option in message
     assert "CogComp/trec" in lines[0] and "refs/convert/parquet" in lines[0]
     assert "L4NLP/LEval" in lines[1] and "Leooyii/manyshots_trec" in lines[2]
