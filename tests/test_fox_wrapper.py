@@ -101,7 +101,7 @@ def test_an_official_checkpoint_offline_fails_fast_with_the_fix():
     started = time.monotonic()
     with pytest.raises(HubUnavailableError) as err:
         LongMemLM(pretrained="zhixuan-lin/fox-pro-760m-longcrawl64-48b", device="cpu")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # no Hub retries (those took ~25 s); generous for a busy CI
     assert "zhixuan-lin/fox-pro-760m-longcrawl64-48b" in str(err.value)
 
 
