@@ -181,3 +181,39 @@ def test_a_real_sweep_skips_done_runs_survives_a_failure_and_resumes(tiny_model_
     # Resuming: only the failed run is left to do.
     cfg = build_config(json.loads(sweep_file.read_text()))
     assert [finished_results(r) is not None for r in plan_runs(cfg)] == [True, False, True]
+
+
+def test_sigterm_ends_a_sweep_like_ctrl_c_with_its_summary(tmp_path):
+    """A scheduler's SIGTERM (time limit, scancel) stops the running lm_eval, prints the summary
+    and exits 130; the runs' commands are replaced by a sleeping child to keep it fast."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = f"""
+import sys
+from lm_eval_longmem.sweep import execute as ex
+from lm_eval_longmem.sweep.config import build_config
+from lm_eval_longmem.sweep.plan import plan_runs
+ex.lm_eval_command = lambda run, config: [sys.executable, "-c", "import time; time.sleep(120)"]
+config = build_config({{"tasks": ["forgetting_curve"], "methods": ["vanilla", "streamingllm"],
+                        "output_path": {str(tmp_path / "out")!r}}})
+runs = plan_runs(config)
+try:
+    ex.execute(runs, config, say=lambda line: print(line, flush=True))
+except ex.SweepInterrupted as stop:
+    print(ex.summary(stop.outcomes, len(runs)), flush=True)
+    sys.exit(130)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = proc.stdout.readline()
+    assert first.startswith("[1/2]") and first.rstrip().endswith("running"), first
+    time.sleep(1.0)  # the child is sleeping now
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, rest
+    assert time.monotonic() - started < 30  # the sleeping child was killed, not waited for
+    assert "[1/2]" in rest and "interrupted; rerun the same command to resume" in rest
+    assert "0 done, 0 skipped (already done), 1 failed, 1 not started of 2 runs" in rest

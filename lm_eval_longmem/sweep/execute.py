@@ -6,11 +6,14 @@ the sweep down, and memory is returned between runs. Each run's output goes to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -42,7 +45,31 @@ def execute(
     runs: list[Run], config: SweepConfig, *, force: bool = False, verbose: bool = False,
     say: Callable[[str], None] = print,
 ) -> list[Outcome]:
-    """Run (or skip) each run in turn, saying one line per run; stops early only on Ctrl-C."""
+    """Run (or skip) each run in turn, saying one line per run; stops early only on Ctrl-C or
+    SIGTERM (a batch scheduler's time limit or `scancel`), which end it the same way."""
+    with sigterm_as_interrupt():
+        return _execute(runs, config, force, verbose, say)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While a sweep runs, SIGTERM acts as Ctrl-C: the running lm_eval is stopped, the summary
+    is printed and rerunning the same command resumes. Only the main thread can own signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(runs, config, force, verbose, say) -> list[Outcome]:
     outcomes: list[Outcome] = []
     total = len(runs)
     for i, run in enumerate(runs, 1):
@@ -68,7 +95,7 @@ def execute(
 
 
 class SweepInterrupted(Exception):
-    """Ctrl-C during a run; carries what was done so far for the summary."""
+    """Ctrl-C (or SIGTERM) during a run; carries what was done so far for the summary."""
 
     def __init__(self, outcomes: list[Outcome]):
         super().__init__("interrupted")
