@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_TASK_INDEX_CACHE"
 _MARKER = "__lm_eval_longmem_index_cache__"
 _FORMAT = "1"  # bump when what is stored changes
+KEEP_FILES = 4  # most recently used cache files kept (one per lm-eval install in use; ~16 MB each)
 
 
 def enabled() -> bool:
@@ -65,6 +66,7 @@ class ParsedYamlStore:
         try:
             with cache_file.open("rb") as fh:
                 self.entries = pickle.load(fh)
+            os.utime(cache_file)  # recently used: kept when older files are pruned
         except FileNotFoundError:
             pass
         except Exception as err:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
@@ -93,6 +95,14 @@ class ParsedYamlStore:
             pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(partial, self.cache_file)
         self.added = 0
+        prune(self.cache_file.parent, KEEP_FILES)
+
+
+def prune(folder: Path, keep: int) -> None:
+    """Delete all but the `keep` most recently used cache files (other installs, edited trees)."""
+    files = sorted(folder.glob("lm_eval-*.pickle"), key=lambda f: f.stat().st_mtime, reverse=True)
+    for old in files[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def open_store() -> ParsedYamlStore:

@@ -90,3 +90,15 @@ def test_lm_evals_real_index_is_unchanged(installed):
     start = time.perf_counter()
     assert as_data(installed([folder])) == expected
     assert time.perf_counter() - start < 30  # ~1 s warm on 2 cores, ~10 s without the cache
+
+
+def test_only_the_most_recently_used_cache_files_are_kept(tmp_path):
+    for age, name in enumerate(["a", "b", "c", "d", "e", "f"]):
+        path = tmp_path / f"lm_eval-0.4.13-{name}-v1.pickle"
+        path.write_bytes(b"x")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))  # "a" newest
+    (tmp_path / "unrelated.txt").write_text("kept")
+    task_index_cache.prune(tmp_path, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "lm_eval-0.4.13-a-v1.pickle", "lm_eval-0.4.13-b-v1.pickle", "lm_eval-0.4.13-c-v1.pickle",
+        "lm_eval-0.4.13-d-v1.pickle", "unrelated.txt"]
