@@ -1,8 +1,10 @@
-"""The arguments every figure subcommand shares: results to read, the output file, a title."""
+"""What every figure subcommand shares: its arguments (results to read, the output file, a
+title) and its course (check the output, find the runs, draw, say one line per run)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any, Callable
 
 
 def figure_parser(subcommand: str, help_line: str, default_output: str) -> argparse.ArgumentParser:
@@ -12,3 +14,27 @@ def figure_parser(subcommand: str, help_line: str, default_output: str) -> argpa
     parser.add_argument("-o", "--output", default=default_output, help="figure to write; .png, .pdf or .svg")
     parser.add_argument("--title", default=None)
     return parser
+
+
+def draw_figure(
+    args: argparse.Namespace,
+    task: str,
+    draw: Callable[[list, str], Any],
+    describe: Callable[[Any], str],
+    reader: Callable | None = None,
+) -> int:
+    """Refuse a bad output suffix before reading anything, take the newest run of each identity
+    that has `task` (read by `reader` when given; unreadable runs are skipped with a warning),
+    draw them with `draw(runs, output)`, and print `describe(run)` per run and the file written."""
+    from lm_eval_longmem.report.discovery import read_each, runs_with_task
+    from lm_eval_longmem.report.figures import check_output
+
+    check_output(args.output)
+    runs = runs_with_task(args.results, task)
+    if reader is not None:
+        runs = read_each(runs, reader)
+    out = draw(runs, args.output)
+    for run in runs:
+        print(f"{run.label}: {describe(run)}  ({run.source})")
+    print(f"wrote {out}")
+    return 0

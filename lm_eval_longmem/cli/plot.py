@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lm_eval_longmem.cli.figure_arguments import figure_parser
+from lm_eval_longmem.cli.figure_arguments import draw_figure, figure_parser
 
 HELP = "draw forgetting curves (copy vs LM accuracy, memory regions) from lm-eval results"
 
@@ -15,19 +15,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--linear-x", dest="log_x", action="store_false", help="linear length axis")
     args = parser.parse_args(argv)
 
-    from lm_eval_longmem.report.discovery import read_each, runs_with_task
-    from lm_eval_longmem.report.figures import check_output
     from lm_eval_longmem.report.forgetting_curve_plot import plot_forgetting_curves
     from lm_eval_longmem.report.results_files import curve_run_from
 
-    check_output(args.output)
-    runs = read_each(runs_with_task(args.results, "forgetting_curve"), curve_run_from)
-    out = plot_forgetting_curves(
-        runs, args.output, training_length=args.training_length, title=args.title, log_x=args.log_x, overlay=args.overlay
-    )
-    for run in runs:
+    def describe(run) -> str:
         fine = "-" if run.fine_memory_length is None else run.fine_memory_length
         coarse = "-" if run.coarse_memory_length is None else run.coarse_memory_length
-        print(f"{run.label}: fine-grained {fine}, coarse-grained {coarse}  ({run.source})")
-    print(f"wrote {out}")
-    return 0
+        return f"fine-grained {fine}, coarse-grained {coarse}"
+
+    def draw(runs, output):
+        return plot_forgetting_curves(runs, output, training_length=args.training_length, title=args.title,
+                                      log_x=args.log_x, overlay=args.overlay)
+
+    return draw_figure(args, "forgetting_curve", draw=draw, describe=describe, reader=curve_run_from)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lm_eval_longmem.cli.figure_arguments import figure_parser
+from lm_eval_longmem.cli.figure_arguments import draw_figure, figure_parser
 
 HELP = "draw longmem_trec_manyshot accuracy vs number of shots (one line per run) from lm-eval results"
 
@@ -11,16 +11,11 @@ def main(argv: list[str]) -> int:
     parser = figure_parser("plot-trec", HELP, "trec_manyshot.png")
     args = parser.parse_args(argv)
 
-    from lm_eval_longmem.report.discovery import runs_with_task
-    from lm_eval_longmem.report.figures import check_output
     from lm_eval_longmem.report.trec_plot import TASK, plot_trec_accuracy, trec_points
 
-    check_output(args.output)
-    runs = runs_with_task(args.results, TASK)
-    out = plot_trec_accuracy(runs, args.output, title=args.title)
-    for run in runs:
+    def describe(run) -> str:
         points = trec_points(run)
-        summary = ", ".join(f"{shots}: {acc:.3f}" for shots, (acc, _) in points.items()) or "no per-shot metrics"
-        print(f"{run.label}: {summary}  ({run.source})")
-    print(f"wrote {out}")
-    return 0
+        return ", ".join(f"{shots}: {acc:.3f}" for shots, (acc, _) in points.items()) or "no per-shot metrics"
+
+    return draw_figure(args, TASK, draw=lambda runs, output: plot_trec_accuracy(runs, output, title=args.title),
+                       describe=describe)
