@@ -12,14 +12,9 @@
 """
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent
+from test_cli_end_to_end import BIN, results_of, run
 
 RULER_VT_LOCAL = """\
 task: ruler_vt_local
@@ -48,16 +43,7 @@ metadata:
 
 
 def lm_eval(*args):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.run([str(BIN / "lm_eval"), *args], capture_output=True, text=True, env=env, timeout=600)
-    if proc.returncode != 0:
-        raise AssertionError(f"lm_eval failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-    return proc
-
-
-def results_of(output_path: Path) -> dict:
-    (path,) = output_path.rglob("results_*.json")
-    return json.loads(path.read_text())
+    return run([str(BIN / "lm_eval"), *args])
 
 
 def test_streamingllm_reads_forgetting_curve_inputs_past_the_trained_context(tiny_model_dir, corpus_file, tmp_path):
