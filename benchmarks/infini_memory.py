@@ -29,11 +29,10 @@ import json
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from process_memory import reset_peak, status_kib  # benchmarks/ is on sys.path when run as a script
+from process_memory import reset_peak, run_worker, status_kib  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -164,10 +163,7 @@ def run_child(args, method: str, length: int) -> dict:
                "--decode-tokens", str(args.decode_tokens), "--lengths", *map(str, args.lengths)]
     # One glibc arena: with one per thread, freed blocks stay resident in other threads' arenas and
     # the RSS peak follows thread scheduling rather than the tensors alive (seen: +50% at random).
-    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "MALLOC_ARENA_MAX": "1"})
-    if proc.returncode != 0:
-        raise RuntimeError(f"{method} at {length} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(command, env={"MALLOC_ARENA_MAX": "1"})
 
 
 def main():

@@ -22,11 +22,10 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
-from process_memory import reset_peak, status_kib  # benchmarks/ is on sys.path when run as a script
+from process_memory import reset_peak, run_worker, status_kib  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -83,8 +82,7 @@ def worker(impl: str, length: int, repeats: int) -> dict:
 
 def measure(impl: str, length: int, repeats: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", impl, "--lengths", str(length), "--repeats", str(repeats)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_worker(cmd)
 
 
 def main() -> None:

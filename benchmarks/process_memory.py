@@ -15,3 +15,16 @@ def reset_peak() -> None:
     """VmHWM back to the current RSS, so the next peak is the measured section's own."""
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
+
+
+def run_worker(command: list[str], env: dict | None = None) -> dict:
+    """Run one measurement in a fresh process (its peak memory is its own) and return the JSON
+    object it prints last; its error output is shown if it fails."""
+    import json
+    import os
+    import subprocess
+
+    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[1:])} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
