@@ -9,16 +9,13 @@ own tokenizer for it instead. An explicit `tokenizer=` (in either place) is neve
 
 from __future__ import annotations
 
-MODEL_NAME = "longmem"
-
-
 def fill_default_tokenizer(args) -> bool:
     """Add `tokenizer=<embedded model dir>` to `args.metadata` where nothing names a tokenizer."""
-    from lm_eval_longmem.preflight import _as_dict
+    from lm_eval_longmem.preflight import MODEL_NAME, arguments_dict
 
     if getattr(args, "model", None) != MODEL_NAME:
         return False
-    model_args = _as_dict(getattr(args, "model_args", None))
+    model_args = arguments_dict(getattr(args, "model_args", None))
     metadata = getattr(args, "metadata", None)
     if metadata is not None and not isinstance(metadata, dict):
         return False  # a form we do not parse here: left exactly as the user wrote it

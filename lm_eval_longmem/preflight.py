@@ -46,7 +46,8 @@ def install(run_module=None) -> bool:
     return True
 
 
-def _as_dict(value: Any) -> dict:
+def arguments_dict(value: Any) -> dict:
+    """`--model_args` / `--metadata` as lm-eval parses them (typed values), from a dict or "k=v,k=v"."""
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.strip():
@@ -70,7 +71,7 @@ def check(args) -> None:
     """Raise our one-message error when the run needs what this offline machine lacks."""
     from lm_eval_longmem.hub import hub_reachable
 
-    model_args = _as_dict(getattr(args, "model_args", None))
+    model_args = arguments_dict(getattr(args, "model_args", None))
     ours = getattr(args, "model", None) == MODEL_NAME
     if ours:
         check_model_source(model_args.get("pretrained"))
@@ -78,7 +79,7 @@ def check(args) -> None:
     if tasks:
         from lm_eval_longmem.data.requirements import expand_groups, missing_for, needed
 
-        options = {**model_args, **_as_dict(getattr(args, "metadata", None))}
+        options = {**model_args, **arguments_dict(getattr(args, "metadata", None))}
         check_task_options(expand_groups(tasks), options)
         if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
             missing_for(tasks, options)
