@@ -1,8 +1,8 @@
 """YaRN fine-tuned at the target length vs the same YaRN applied training-free, past the original
 training length, at CPU scale: copy (forgetting-curve) accuracy and perplexity.
 
-The controlled study's claim is about 7B models at 32k, and the issue's about SmolLM2 past 8k;
-neither fits two CPU cores (the `yarn` recipe trains SmolLM2 at ~82 tokens/s there with
+The controlled study's claim is about 7B models at 32k; even SmolLM2 past its 8k does not fit
+two CPU cores (the `yarn` recipe trains SmolLM2 at ~82 tokens/s there with
 4,096-token sequences: 100 steps at 16k tokens would take over 5 hours). The same
 three steps run on a tiny Llama instead:
 
