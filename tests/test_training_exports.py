@@ -103,3 +103,33 @@ def test_infini_gates_learn_then_the_passkey_finetune_and_lm_eval(tiny_model_dir
     results = lm_eval(f"pretrained={second['export']}", corpus_file, tmp_path / "eval")
     assert results["config"]["longmem_method"] == "infini"
     assert results["config"]["longmem_method_args"]["segment_length"] == 16
+
+
+def test_method_vanilla_continues_pretraining_with_the_rope_unchanged(tiny_model_dir, corpus_file, tmp_path):
+    """The same-budget control of an extension run: a RoPE recipe with method=vanilla trains the
+    weights and leaves rope_parameters and the context length as the base model has them."""
+    from safetensors.torch import load_file
+
+    summary = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2,
+                         method="vanilla", method_args="{}")
+    export = Path(summary["export"])
+    config = json.loads((export / "config.json").read_text())
+    assert config["longmem_method"] == "vanilla" and config["longmem_method_args"] == {}
+    assert config["rope_parameters"]["rope_type"] == "default" and config["max_position_embeddings"] == 128
+    before, after = load_file(Path(tiny_model_dir) / "model.safetensors"), load_file(export / "model.safetensors")
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+def test_tokenizer_key_sets_the_from_scratch_vocabulary(tiny_model_dir, corpus_file, tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.add_tokens(["zyzzyva", "quixotic"])
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    llama = "{model_type: llama, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, " \
+            "num_attention_heads: 2, num_key_value_heads: 2, max_position_embeddings: 64}"
+    summary = run_recipe("tiny-transformer", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2,
+                         model_config=llama, tokenizer=tmp_path / "tokenizer")
+    export = Path(summary["export"])
+    assert json.loads((export / "config.json").read_text())["vocab_size"] == len(tokenizer)
+    assert "zyzzyva" in AutoTokenizer.from_pretrained(export).get_vocab()
