@@ -42,10 +42,9 @@ from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
 
 HELD_OUT_PLAYS = 4
 FACTOR = 4
-CHARS_PER_TOKEN = 4  # rough, SmolLM2's tokenizer on Shakespeare; only sizes the repeated passages
 
 
-def write_training_text(plays: list[str], folder: Path, context: int, seed: int) -> None:
+def write_training_text(plays: list[str], folder: Path, context: int, chars_per_token: float, seed: int) -> None:
     """Training plays plus as many characters of `passage + passage` documents (passages drawn
     from the same plays, each at most ~C/2 tokens so both copies fit one pretraining chunk): the
     plain text alone does not teach a 2-layer model to copy within a few hundred steps."""
@@ -54,7 +53,7 @@ def write_training_text(plays: list[str], folder: Path, context: int, seed: int)
     repeats, budget = [], sum(map(len, plays))
     while budget > 0:
         play = rng.choice(plays)
-        size = rng.randint(8, context // 2 - 2) * CHARS_PER_TOKEN
+        size = int(rng.randint(8, context // 2 - 2) * chars_per_token)
         start = rng.randrange(0, len(play) - size)
         passage = play[start:start + size]
         repeats.append(f"{passage}\n{passage}")
@@ -80,6 +79,14 @@ def write_tokenizer(plays: list[str], folder: Path, vocab_size: int) -> Path:
     special = "<|endoftext|>"
     PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=special, eos_token=special).save_pretrained(folder)
     return folder
+
+
+def measure_chars_per_token(tokenizer_dir: Path, plays: list[str]) -> float:
+    """Characters per token of the plays, to size the repeated passages in tokens."""
+    from transformers import AutoTokenizer
+
+    sample = "".join(play[:20_000] for play in plays)
+    return len(sample) / len(AutoTokenizer.from_pretrained(tokenizer_dir)(sample)["input_ids"])
 
 
 def run_recipe(name: str, overrides: list[str]) -> dict:
@@ -145,7 +152,7 @@ def main() -> None:
     train_plays = list(plays[:-HELD_OUT_PLAYS][:args.train_plays])
     work = Path(tempfile.mkdtemp(prefix="yarn_finetune_claim_"))
     tokenizer = write_tokenizer(train_plays, work / "tokenizer", args.vocab)
-    write_training_text(train_plays, work / "train", c, seed=0)
+    write_training_text(train_plays, work / "train", c, measure_chars_per_token(tokenizer, train_plays), seed=0)
     (work / "held_out").mkdir()
     for i, play in enumerate(plays[-HELD_OUT_PLAYS:]):
         (work / "held_out" / f"{i:02d}.txt").write_text(play, encoding="utf-8")
