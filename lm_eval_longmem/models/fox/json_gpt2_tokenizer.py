@@ -3,8 +3,8 @@
 The FoX models were trained on LongCrawl64, whose documents are stored JSON-escaped: a
 newline is the two characters `\\n`, a quote is `\\"`, every non-ASCII character is a
 `\\u` escape of four hex digits (`\\u00e9` for é). The models therefore only ever saw
-escaped text. To give them the text they know, a string is escaped exactly as `json.dumps` does (without the surrounding quotes)
-before BPE, and decoded text is unescaped afterwards. Plain GPT-2 BPE on raw text would feed
+escaped text. To give them the text they know, a string is escaped exactly as `json.dumps`
+does (without the surrounding quotes) before BPE, and decoded text is unescaped afterwards. Plain GPT-2 BPE on raw text would feed
 the model token sequences it never saw in training (real newlines, raw UTF-8 bytes), and
 lm-eval would read escape sequences back as answers.
 
