@@ -4,9 +4,9 @@ The FoX models were trained on LongCrawl64, whose documents are stored JSON-esca
 newline is the two characters `\\n`, a quote is `\\"`, every non-ASCII character is a
 `\\u` escape of four hex digits (`\\u00e9` for é). The models therefore only ever saw
 escaped text. To give them the text they know, a string is escaped exactly as `json.dumps`
-does (without the surrounding quotes) before BPE, and decoded text is unescaped afterwards. Plain GPT-2 BPE on raw text would feed
-the model token sequences it never saw in training (real newlines, raw UTF-8 bytes), and
-lm-eval would read escape sequences back as answers.
+does (without the surrounding quotes) before BPE, and decoded text is unescaped afterwards.
+Plain GPT-2 BPE on raw text would feed the model token sequences it never saw in training
+(real newlines, raw UTF-8 bytes), and lm-eval would read escape sequences back as answers.
 
 The class keeps the name the checkpoints record in `tokenizer_config.json`
 (`"tokenizer_class": "JSONGPT2Tokenizer"`), so `AutoTokenizer` finds it once
