@@ -22,6 +22,11 @@ class HubUnavailableError(LongMemError, RuntimeError):
     """A model or dataset must come from the Hub, which this machine cannot reach."""
 
 
+class MissingLocalPathError(LongMemError, FileNotFoundError):
+    """A model or tokenizer named by a local path that does not exist (transformers would call
+    it a malformed Hub id)."""
+
+
 def offline_requested() -> bool:
     return any(
         os.environ.get(var, "").strip().lower() in _TRUE
@@ -69,13 +74,26 @@ def looks_like_hub_id(name: str) -> bool:
     return not os.path.exists(name) and name.count("/") <= 1 and not name.startswith((".", "/", "~"))
 
 
+def require_existing_path(name) -> None:
+    """A name that can only be a local path (it starts with `.`, `/` or `~`, or has more than one
+    `/`) must exist."""
+    if isinstance(name, str) and not os.path.exists(name) and not looks_like_hub_id(name):
+        raise MissingLocalPathError(
+            f"No such file or directory: {name!r}. A local model or tokenizer is a folder holding its "
+            "config/tokenizer files (a training run's is <output_dir>/export); a Hub id has the form "
+            "'namespace/name'."
+        )
+
+
 @contextlib.contextmanager
 def loading_from_hub(name):
     """Load `name` (a Hub id or a local path) failing fast, with the fix, when offline.
 
     For a Hub id while the Hub is unreachable, only the local cache is used, and a miss
-    becomes a `HubUnavailableError` that says what to do instead of a retry storm.
+    becomes a `HubUnavailableError` that says what to do instead of a retry storm. A path that
+    does not exist is a `MissingLocalPathError`.
     """
+    require_existing_path(name)
     if not (isinstance(name, str) and looks_like_hub_id(name)) or hub_reachable():
         yield
         return

@@ -135,9 +135,13 @@ def check_method_arguments(model_args: dict) -> None:
 
 
 def check_model_source(pretrained: Any) -> None:
-    """A Hub id with no trace in the local cache, while the Hub is unreachable, is an error now."""
-    from lm_eval_longmem.hub import HubUnavailableError, hub_reachable, looks_like_hub_id, uncached_model_message
+    """A local path that does not exist, or a Hub id with no trace in the local cache while the
+    Hub is unreachable, is an error now."""
+    from lm_eval_longmem.hub import (
+        HubUnavailableError, hub_reachable, looks_like_hub_id, require_existing_path, uncached_model_message,
+    )
 
+    require_existing_path(pretrained)
     if not isinstance(pretrained, str) or not looks_like_hub_id(pretrained) or hub_reachable():
         return
     if not in_hub_cache(pretrained):

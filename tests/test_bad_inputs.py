@@ -47,6 +47,14 @@ def test_uncached_hub_model_fails_at_start_up(empty_hub_cache):
     assert elapsed < 60, elapsed  # ~3 s on 2 cores (under 5 s even loaded); generous for CI
 
 
+def test_missing_local_model_path_fails_at_start_up(tmp_path):
+    missing = tmp_path / "no_such_run" / "export"
+    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={missing}",
+                "--device", "cpu", "--tasks", "forgetting_curve"], check=False)
+    assert_one_message(proc, f"No such file or directory: '{missing}'", "<output_dir>/export")
+    assert started_nothing_heavy(proc)
+
+
 def test_group_lists_every_missing_dataset_and_the_one_fetch_command(empty_hub_cache):
     proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--device", "cpu", "--tasks", "longmem"],
                env_extra=empty_hub_cache, check=False)

@@ -71,3 +71,11 @@ def test_a_recipe_file_by_path(tmp_path):
     path.write_text(json.dumps({"approach": "rope_extension", "method": "pi", "seq_len": 64}))
     recipe = load_recipe(str(path))
     assert recipe.name == "mine" and recipe.seq_len == 64 and recipe.lr == 2e-5
+
+
+def test_missing_model_or_tokenizer_path_is_one_message(tmp_path, capsys):
+    for override in (f"model={tmp_path / 'typo'}", "tokenizer=./no_such_tokenizer"):
+        assert train_main(["tiny-yarn", override, f"output_dir={tmp_path / 'run'}", "progress_bar=false"]) == 2
+        err = capsys.readouterr().err
+        assert "No such file or directory" in err and "Traceback" not in err, err
+    assert not (tmp_path / "run" / "export").exists()

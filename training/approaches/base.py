@@ -101,12 +101,12 @@ def load_pretrained(recipe: Recipe) -> TrainableModel:
 @contextlib.contextmanager
 def hub_errors_as_training_errors(name: str):
     """`loading_from_hub` (fail fast offline) with its errors turned into TrainingErrors."""
-    from lm_eval_longmem.hub import HubUnavailableError, loading_from_hub
+    from lm_eval_longmem.hub import HubUnavailableError, MissingLocalPathError, loading_from_hub
 
     try:
         with loading_from_hub(name):
             yield
-    except HubUnavailableError as err:
+    except (HubUnavailableError, MissingLocalPathError) as err:
         raise TrainingError(f"model/tokenizer {name!r}: {err}") from None
     except OSError as err:
         raise TrainingError(f"Could not load {name!r}: {err}") from None
