@@ -98,36 +98,24 @@ def run_recipe(name: str, overrides: list[str]) -> dict:
     return summary
 
 
-def forgetting_curve(model_args: dict, lengths: list[int], samples: int, corpus: Path) -> dict[int, tuple[float, float]]:
-    """{L: (copy accuracy, LM accuracy)} from the real `forgetting_curve` task through lm-eval."""
+def evaluate(model_args: dict, metadata: dict) -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
+    """One lm-eval run of the real `forgetting_curve` and `longmem_perplexity` tasks (one model
+    load): {L: (copy accuracy, LM accuracy)} and {L: perplexity} (YaRN's own metric)."""
     import lm_eval
 
     import lm_eval_longmem
 
     lm_eval_longmem.register()
     results = lm_eval.simple_evaluate(
-        model="longmem", model_args={"device": "cpu", **model_args}, tasks=["forgetting_curve"],
-        metadata={"fc_lengths": lengths, "fc_samples": samples, "fc_corpus": str(corpus)},
-    )
-    curve = results["results"]["forgetting_curve"]["curve,none"]
+        model="longmem", model_args={"device": "cpu", **model_args},
+        tasks=["forgetting_curve", "longmem_perplexity"], metadata=metadata,
+    )["results"]
+    curve = results["forgetting_curve"]["curve,none"]
     points = curve["points"] if isinstance(curve, dict) and "points" in curve else curve
-    return {int(p["length"]): (p["copy_mean"], p["lm_mean"]) for p in points}
-
-
-def perplexity(model_args: dict, lengths: list[int], windows: int, corpus: Path) -> dict[int, float]:
-    """{L: perplexity} from the real `longmem_perplexity` task through lm-eval (YaRN's own metric)."""
-    import lm_eval
-
-    import lm_eval_longmem
-
-    lm_eval_longmem.register()
-    results = lm_eval.simple_evaluate(
-        model="longmem", model_args={"device": "cpu", **model_args}, tasks=["longmem_perplexity"],
-        metadata={"ppl_lengths": lengths, "ppl_windows": windows, "ppl_corpus": str(corpus)},
-    )
-    table = results["results"]["longmem_perplexity"]
-    return {int(key.split("@")[1].split(",")[0]): value for key, value in table.items()
-            if key.startswith("ppl@") and isinstance(value, (int, float))}
+    copy = {int(p["length"]): (p["copy_mean"], p["lm_mean"]) for p in points}
+    ppl = {int(key.split("@")[1].split(",")[0]): value for key, value in results["longmem_perplexity"].items()
+           if key.startswith("ppl@") and isinstance(value, (int, float))}
+    return copy, ppl
 
 
 def main() -> None:
@@ -183,10 +171,12 @@ def main() -> None:
         "control + yarn t-f": {"pretrained": control, "method": "yarn", **yarn_args},
         "yarn fine-tuned": {"pretrained": tuned},
     }
-    curves = {name: forgetting_curve(model_args, lengths, args.fc_samples, work / "held_out")
-              for name, model_args in settings.items()}
-    ppl = {name: perplexity(model_args, ppl_lengths, args.ppl_windows, work / "held_out")
-           for name, model_args in settings.items()}
+    held_out = str(work / "held_out")
+    metadata = {"fc_lengths": lengths, "fc_samples": args.fc_samples, "fc_corpus": held_out,
+                "ppl_lengths": ppl_lengths, "ppl_windows": args.ppl_windows, "ppl_corpus": held_out}
+    measured = {name: evaluate(model_args, metadata) for name, model_args in settings.items()}
+    curves = {name: copy for name, (copy, _) in measured.items()}
+    ppl = {name: perplexity for name, (_, perplexity) in measured.items()}
     names = list(settings)
 
     print(f"\ntrained at C={c} on {len(train_plays)} plays, YaRN factor {FACTOR}; evaluated on {HELD_OUT_PLAYS} held-out plays")
