@@ -59,3 +59,22 @@ def assert_all_close(got: list[torch.Tensor], want: list[torch.Tensor], names: l
     for name, a, b in zip(names, got, want):
         assert torch.isfinite(a).all(), f"{name}: non-finite values"
         torch.testing.assert_close(a, b, atol=atol, rtol=rtol, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def strongly_forgetting_inputs(length: int, heads: int = 1, head_dim: int = 16, seed: int = 0):
+    """fp32 q, k, v ``[1, T, H, D]`` and FoX's cumulative log-gates c ``[1, T, H]`` with mean
+    log f near -2.2, so that |c| grows to about 2.2 T: the regime where rounding at |c| shows."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, length, heads, head_dim, generator=gen) for _ in range(3))
+    c = torch.nn.functional.logsigmoid(torch.randn(1, length, heads, generator=gen) - 2.0).cumsum(1)
+    return q, k, v, c
+
+
+def float64_biased_attention(q, k, v, q_bias, k_bias) -> torch.Tensor:
+    """Causal biased attention (Tq == Tk, no grouping) of the given inputs evaluated in float64."""
+    q, k, v, q_bias, k_bias = (t.double() for t in (q, k, v, q_bias, k_bias))
+    scores = torch.einsum("bihd,bjhd->bhij", q, k) / q.shape[-1] ** 0.5
+    scores = scores + q_bias.transpose(1, 2)[..., :, None] - k_bias.transpose(1, 2)[..., None, :]
+    causal = torch.ones(q.shape[1], q.shape[1], dtype=torch.bool, device=q.device).tril()
+    probs = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    return torch.einsum("bhij,bjhd->bihd", probs, v)

@@ -61,7 +61,9 @@ def _block_logits(qs, ks, qb, kb, scale, plan, rows, cols):
     """Masked fp32 logits ``[B, H, G, rows, cols]`` of one query block (a fresh tensor)."""
     queries = qs[:, :, :, rows.start : rows.stop].float() * scale
     scores = torch.matmul(queries, ks[:, :, :, cols.start : cols.stop].float().transpose(-1, -2))
-    scores.add_(qb[..., rows.start : rows.stop, None]).sub_(kb[..., None, cols.start : cols.stop])
+    # The bias difference first: FoX's cumulative gates are large and close; rounding the scores
+    # at their magnitude (adding one, then subtracting the other) would lose the difference.
+    scores.add_(qb[..., rows.start : rows.stop, None] - kb[..., None, cols.start : cols.stop])
     return plan.mask_in_place(scores, rows, cols)
 
 

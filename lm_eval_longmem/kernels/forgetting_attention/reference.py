@@ -42,7 +42,7 @@ def reference_biased_attention(
     keys = k.float().repeat_interleave(group, dim=2)
     values = v.float().repeat_interleave(group, dim=2)
     scores = torch.einsum("bihd,bjhd->bhij", q.float(), keys) * scale
-    scores = scores + fp32(q_bias).transpose(1, 2)[..., :, None] - fp32(k_bias).transpose(1, 2)[..., None, :]
+    scores = scores + (fp32(q_bias).transpose(1, 2)[..., :, None] - fp32(k_bias).transpose(1, 2)[..., None, :])
     bounds = key_window_bounds(batch, num_queries, num_keys, seq_start, cu_seqlens, q.device)
     key_lo = None if bounds is None else bounds[0]
     mask = visible_keys(key_lo, range(num_queries), range(num_keys), num_queries, num_keys, q.device)[:, None]

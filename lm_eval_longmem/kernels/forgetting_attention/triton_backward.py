@@ -12,7 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_common import LOG2E, block_configs
+from .triton_common import biased_scores, block_configs, dot
 from .triton_forward import key_range, load_key_lo
 
 
@@ -49,13 +49,13 @@ def _dq_key_block(
     col_ok = cols < num_keys
     k = tl.load(k_base + cols[:, None] * stride_kt + dims[None, :], mask=col_ok[:, None], other=0.0)
     v_t = tl.load(v_base + cols[None, :] * stride_vt + dims[:, None], mask=col_ok[None, :], other=0.0)
-    k_bias = tl.load(kb_base + cols * stride_kbt, mask=col_ok, other=0.0) * LOG2E
-    scores = tl.dot(q, tl.trans(k)) * scale_log2 + q_bias[:, None] - k_bias[None, :]
+    k_bias = tl.load(kb_base + cols * stride_kbt, mask=col_ok, other=0.0)
+    scores = biased_scores(q, tl.trans(k), q_bias, k_bias, scale_log2)
     if MASKED:
         scores = tl.where(_visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW), scores, float("-inf"))
     probs = tl.math.exp2(scores - lse[:, None])
-    d_scores = probs * (tl.dot(grad_out, v_t) - delta[:, None])
-    return dq + tl.dot(d_scores.to(k.dtype), k)
+    d_scores = probs * (dot(grad_out, v_t) - delta[:, None])
+    return dq + dot(d_scores.to(k.dtype), k)
 
 
 @triton.autotune(
@@ -82,7 +82,7 @@ def biased_attention_dq_kernel(
     row_offsets = b * stride_qb + head * stride_qh + rows[:, None] * stride_qt + dims[None, :]
     q = tl.load(Q + row_offsets, mask=row_ok[:, None], other=0.0)
     grad_out = tl.load(DO + row_offsets, mask=row_ok[:, None], other=0.0)
-    q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0) * LOG2E
+    q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0)
     stats = batch_head.to(tl.int64) * num_queries + rows
     lse = tl.load(LSE + stats, mask=row_ok, other=float("inf"))
     delta = tl.load(DELTA + stats, mask=row_ok, other=0.0)
@@ -117,17 +117,17 @@ def _dkdv_query_block(
     row_ok = rows < num_queries
     q = tl.load(q_base + rows[:, None] * stride_qt + dims[None, :], mask=row_ok[:, None], other=0.0)
     grad_out = tl.load(do_base + rows[:, None] * stride_qt + dims[None, :], mask=row_ok[:, None], other=0.0)
-    q_bias = tl.load(qb_base + rows * stride_qbt, mask=row_ok, other=0.0) * LOG2E
+    q_bias = tl.load(qb_base + rows * stride_qbt, mask=row_ok, other=0.0)
     lse = tl.load(lse_base + rows, mask=row_ok, other=float("inf"))
     delta = tl.load(delta_base + rows, mask=row_ok, other=0.0)
-    scores = tl.dot(q, tl.trans(k)) * scale_log2 + q_bias[:, None] - k_bias[None, :]
+    scores = biased_scores(q, tl.trans(k), q_bias, k_bias, scale_log2)
     if MASKED:
         key_lo = load_key_lo(key_lo_base, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
         scores = tl.where(_visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW), scores, float("-inf"))
     probs = tl.math.exp2(scores - lse[:, None])
-    dv += tl.dot(tl.trans(probs.to(grad_out.dtype)), grad_out)
-    d_scores = probs * (tl.dot(grad_out, tl.trans(v)) - delta[:, None])
-    dk += tl.dot(tl.trans(d_scores.to(q.dtype)), q)
+    dv += dot(tl.trans(probs.to(grad_out.dtype)), grad_out)
+    d_scores = probs * (dot(grad_out, tl.trans(v)) - delta[:, None])
+    dk += dot(tl.trans(d_scores.to(q.dtype)), q)
     dkb += tl.sum(d_scores, 0)
     return dk, dv, dkb
 
@@ -176,7 +176,7 @@ def biased_attention_dkdv_kernel(
     for member in range(0, group):
         head = kv_head * group + member
         kb_offsets = b * stride_kbb + cols * stride_kbt + head
-        k_bias = tl.load(KB + kb_offsets, mask=col_ok, other=0.0) * LOG2E
+        k_bias = tl.load(KB + kb_offsets, mask=col_ok, other=0.0)
         q_base = Q + b * stride_qb + head * stride_qh
         do_base = DO + b * stride_qb + head * stride_qh
         qb_base = QB + b * stride_qbb + head

@@ -12,7 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_common import LOG2E, block_configs
+from .triton_common import biased_scores, block_configs, dot
 
 
 @triton.jit
@@ -26,8 +26,8 @@ def _attend_key_block(
     dims = tl.arange(0, HEAD_DIM)
     col_ok = cols < num_keys
     k_t = tl.load(k_base + cols[None, :] * stride_kt + dims[:, None], mask=col_ok[None, :], other=0.0)
-    k_bias = tl.load(kb_base + cols * stride_kbt, mask=col_ok, other=0.0) * LOG2E
-    scores = tl.dot(q, k_t) * scale_log2 + q_bias[:, None] - k_bias[None, :]
+    k_bias = tl.load(kb_base + cols * stride_kbt, mask=col_ok, other=0.0)
+    scores = biased_scores(q, k_t, q_bias, k_bias, scale_log2)
     if MASKED:
         visible = cols[None, :] <= positions[:, None]
         if HAS_WINDOW:
@@ -38,7 +38,7 @@ def _attend_key_block(
     rescale = tl.math.exp2(row_max - new_max)
     row_sum = row_sum * rescale + tl.sum(probs, 1)
     v = tl.load(v_base + cols[:, None] * stride_vt + dims[None, :], mask=col_ok[:, None], other=0.0)
-    acc = acc * rescale[:, None] + tl.dot(probs.to(v.dtype), v)
+    acc = acc * rescale[:, None] + dot(probs.to(v.dtype), v)
     return acc, row_sum, new_max
 
 
@@ -92,7 +92,7 @@ def biased_attention_forward_kernel(
     positions = rows + (num_keys - num_queries)
 
     q = tl.load(Q + b * stride_qb + head * stride_qh + rows[:, None] * stride_qt + dims[None, :], mask=row_ok[:, None], other=0.0)
-    q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0) * LOG2E
+    q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0)
     key_lo = load_key_lo(KEY_LO + b * num_queries, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
     k_base = K + b * stride_kb + kv_head * stride_kh
     v_base = V + b * stride_vb + kv_head * stride_vh
