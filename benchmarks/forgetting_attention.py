@@ -2,15 +2,16 @@
 
 On CUDA: forward and forward+backward times of our Triton kernel, PyTorch SDPA causal (no bias,
 the floor a biased kernel is measured against) and fla's ``parallel_forgetting_attn`` (when
-installed), bf16, with the ratio to SDPA from the same run. Targets: forward <= 1.3x SDPA,
-forward+backward <= 1.8x.
+installed), bf16, per head dim and length, with the ratio to SDPA from the same run; then one
+query decoding against a long cache (ours vs SDPA). Targets: forward <= 1.3x SDPA,
+forward+backward <= 1.8x. ``--out-json`` writes the rows for scripts/gpu-check.sh.
 
 Without CUDA: the Triton kernels are checked against the reference under the Triton interpreter
 at a tiny size, and the blocked CPU path is timed against the reference (full T x T matrix) with
 the peak extra memory of each, measured in a fresh child process. GPU numbers need CUDA.
 
-    python benchmarks/forgetting_attention.py                          # CUDA: T = 4k, 16k, 64k
-    python benchmarks/forgetting_attention.py --lengths 4096 --heads 16 --head-dim 64 --batch 4
+    python benchmarks/forgetting_attention.py                          # CUDA: T = 4k, 16k, 64k; D = 64, 128
+    python benchmarks/forgetting_attention.py --lengths 4096 --heads 16 --head-dims 64 --batch 4
     python benchmarks/forgetting_attention.py --cpu-length 8192        # CPU: blocked vs reference
 """
 
@@ -64,22 +65,51 @@ def _cuda_time_ms(fn, warmup=3, repeats=10):
     return do_bench(fn, warmup=warmup * 25, rep=repeats * 25)
 
 
-def run_cuda(args):
+def run_cuda(args) -> list[dict]:
     dtype = getattr(torch, args.dtype)
-    print(f"{'T':>7} {'kernel':>14} {'fwd ms':>9} {'x sdpa':>7} {'fwd+bwd ms':>11} {'x sdpa':>7}")
-    for length in args.lengths:
-        q, k, v, g = _inputs(args.batch, length, args.heads, args.head_dim, dtype, "cuda", requires_grad=True)
-        grad = torch.randn_like(q)
-        rows = {}
-        for name, fn in _candidates().items():
-            forward = lambda fn=fn: fn(q, k, v, g)  # noqa: E731
-            both = lambda fn=fn: torch.autograd.backward(fn(q, k, v, g), grad)  # noqa: E731
-            with torch.no_grad():
-                fwd_ms = _cuda_time_ms(forward)
-            rows[name] = (fwd_ms, _cuda_time_ms(both))
-        base = rows["sdpa causal"]
-        for name, (fwd_ms, both_ms) in rows.items():
-            print(f"{length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}")
+    rows = []
+    print(f"{'D':>4} {'T':>7} {'kernel':>14} {'fwd ms':>9} {'x sdpa':>7} {'fwd+bwd ms':>11} {'x sdpa':>7}", flush=True)
+    for head_dim in args.head_dims:
+        for length in args.lengths:
+            q, k, v, g = _inputs(args.batch, length, args.heads, head_dim, dtype, "cuda", requires_grad=True)
+            grad = torch.randn_like(q)
+            timed = {}
+            for name, fn in _candidates().items():
+                forward = lambda fn=fn: fn(q, k, v, g)  # noqa: E731
+                both = lambda fn=fn: torch.autograd.backward(fn(q, k, v, g), grad)  # noqa: E731
+                try:
+                    with torch.no_grad():
+                        fwd_ms = _cuda_time_ms(forward)
+                    timed[name] = (fwd_ms, _cuda_time_ms(both))
+                except Exception as error:  # one failing peer must not hide the others' numbers
+                    print(f"{head_dim:>4} {length:>7} {name:>14} failed: {type(error).__name__}: {error}", flush=True)
+                    rows.append(dict(kind="prefill", kernel=name, head_dim=head_dim, length=length, error=f"{type(error).__name__}: {error}"))
+            base = timed["sdpa causal"]
+            for name, (fwd_ms, both_ms) in timed.items():
+                print(f"{head_dim:>4} {length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}", flush=True)
+                rows.append(dict(kind="prefill", kernel=name, head_dim=head_dim, length=length, forward_ms=fwd_ms,
+                                 forward_x_sdpa=fwd_ms / base[0], forward_backward_ms=both_ms, forward_backward_x_sdpa=both_ms / base[1]))
+            del q, k, v, g, grad
+        rows += run_decode(args, head_dim, dtype)
+    return rows
+
+
+def run_decode(args, head_dim, dtype) -> list[dict]:
+    """One new query against a cache of ``--decode-length`` keys: ours (with FoX's cached c) vs SDPA."""
+    q, k, v, g = _inputs(args.batch, args.decode_length, args.heads, head_dim, dtype, "cuda")
+    c = torch.cumsum(g, dim=1)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    candidates = {
+        "sdpa": lambda: sdpa(q[:, -1:].transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)),
+        "ours (triton)": lambda: biased_attention(q[:, -1:], k, v, c[:, -1:], c, backend="triton"),
+    }
+    with torch.no_grad():
+        timed = {name: _cuda_time_ms(fn) for name, fn in candidates.items()}
+    rows = []
+    for name, ms in timed.items():
+        print(f"{head_dim:>4} decode 1 vs {args.decode_length} {name:>14} {ms * 1000:>9.1f} us {ms / timed['sdpa']:>7.2f}x sdpa", flush=True)
+        rows.append(dict(kind="decode", kernel=name, head_dim=head_dim, length=args.decode_length, time_ms=ms, x_sdpa=ms / timed["sdpa"]))
+    return rows
 
 
 def interpreter_check():
@@ -119,6 +149,7 @@ def measure_cpu(backend, length, heads, head_dim, with_backward):
 
 
 def run_cpu(args):
+    head_dim = args.head_dims[0]
     print("No CUDA: GPU timings need a CUDA device.")
     try:
         interpreter_check()
@@ -126,27 +157,44 @@ def run_cpu(args):
         print("triton not installed: interpreter check skipped")
     for with_backward in (False, True):
         label = "forward+backward" if with_backward else "forward"
-        results = {b: measure_cpu(b, args.cpu_length, args.heads, args.head_dim, with_backward) for b in ("blocked", "reference")}
+        results = {b: measure_cpu(b, args.cpu_length, args.heads, head_dim, with_backward) for b in ("blocked", "reference")}
         (t_b, m_b), (t_r, m_r) = results["blocked"], results["reference"]
         print(
-            f"CPU {label}, B=1 H={args.heads} D={args.head_dim} T={args.cpu_length} fp32: blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, "
+            f"CPU {label}, B=1 H={args.heads} D={head_dim} T={args.cpu_length} fp32: blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, "
             f"reference {t_r:.2f} s / {m_r / 2**20:.0f} MiB; time ratio {t_b / t_r:.2f}, memory ratio {m_b / max(m_r, 1):.3f}"
         )
 
 
-def main():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384, 65536])
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=None, help="default 16 on CUDA, 9 on CPU")
-    parser.add_argument("--head-dim", type=int, default=None, help="default 128 on CUDA, 64 on CPU")
+    parser.add_argument("--head-dims", type=int, nargs="+", default=None, help="default 64 128 on CUDA, 64 on CPU")
+    parser.add_argument("--decode-length", type=int, default=65536, help="cache length of the one-token decode timing")
+    parser.add_argument("--out-json", help="write the CUDA rows (and the device and versions) here")
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--cpu-length", type=int, default=2048)
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     cuda = torch.cuda.is_available()
     args.heads = args.heads or (16 if cuda else 9)
-    args.head_dim = args.head_dim or (128 if cuda else 64)
-    run_cuda(args) if cuda else run_cpu(args)
+    args.head_dims = args.head_dims or ([64, 128] if cuda else [64])
+    if not cuda:
+        return run_cpu(args)
+    rows = run_cuda(args)
+    if args.out_json:
+        import json
+
+        import triton
+
+        meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
+                    dtype=args.dtype, batch=args.batch, heads=args.heads)
+        with open(args.out_json, "w") as fh:
+            json.dump(dict(meta, rows=rows), fh, indent=1)
 
 
 if __name__ == "__main__":
