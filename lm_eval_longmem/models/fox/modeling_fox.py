@@ -64,6 +64,11 @@ class ForgettingTransformerBlock(GradientCheckpointingLayer):
         return hidden_states + self.mlp(normed)
 
 
+# transformers 5.24 renamed the cache argument and output field `past_key_values` to `cache` (and
+# `generate` passes `cache=`); both names are taken, and outputs use the installed version's.
+CACHE_FIELD = "cache" if "cache" in BaseModelOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
 def left_padding_starts(attention_mask: torch.Tensor | None, total_length: int) -> torch.Tensor | None:
     """Per row, the index of the first real token of a left-padded `attention_mask [B, past+T]`;
     None when nothing is padded. Masks with holes elsewhere are rejected (the kernel masks a
@@ -146,6 +151,7 @@ class ForgettingTransformerModel(ForgettingTransformerPreTrainedModel):
         position_ids: torch.LongTensor | None = None,
         past_key_values: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
+        cache: Cache | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -166,6 +172,7 @@ class ForgettingTransformerModel(ForgettingTransformerPreTrainedModel):
             use_cache = False
         hidden_states = self.embeddings(input_ids) if inputs_embeds is None else inputs_embeds
 
+        past_key_values = cache if past_key_values is None else past_key_values
         if use_cache and past_key_values is None:
             past_key_values = ForgettingTransformerCache(config=self.config)
         if past_key_values is not None:
@@ -188,8 +195,8 @@ class ForgettingTransformerModel(ForgettingTransformerPreTrainedModel):
 
         output = BaseModelOutputWithPast(
             last_hidden_state=hidden_states,
-            past_key_values=past_key_values if use_cache else None,
             hidden_states=None if all_hidden_states is None else tuple(all_hidden_states),
+            **{CACHE_FIELD: past_key_values if use_cache else None},
         )
         return output if return_dict else output.to_tuple()
 
@@ -234,6 +241,7 @@ class ForgettingTransformerForCausalLM(ForgettingTransformerPreTrainedModel, Gen
         position_ids: torch.LongTensor | None = None,
         past_key_values: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
+        cache: Cache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
@@ -247,7 +255,7 @@ class ForgettingTransformerForCausalLM(ForgettingTransformerPreTrainedModel, Gen
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=past_key_values,
+            past_key_values=cache if past_key_values is None else past_key_values,
             inputs_embeds=inputs_embeds,
             use_cache=use_cache,
             output_attentions=output_attentions,
@@ -259,8 +267,8 @@ class ForgettingTransformerForCausalLM(ForgettingTransformerPreTrainedModel, Gen
         output = CausalLMOutputWithPast(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
             hidden_states=outputs.hidden_states,
+            **{CACHE_FIELD: getattr(outputs, CACHE_FIELD)},
         )
         return output if return_dict else output.to_tuple()
 
