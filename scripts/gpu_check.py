@@ -44,7 +44,7 @@ PARTS = (
         "every CUDA test of the fast tier (compiled Triton, band attention, FoX bf16, bounded caches and Infini on CUDA)",
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
-        240, 180, junit_name="cuda-tests.xml",
+        240, 100, junit_name="cuda-tests.xml",
     ),
     Part(
         "kernel-speed",
@@ -53,7 +53,7 @@ PARTS = (
          "--decode-length", "65536", "--out-json", "{out}/kernel-speed.json"),
         ("benchmarks/forgetting_attention.py", "--head-dims", "64", "--lengths", "4096",
          "--decode-length", "16384", "--out-json", "{out}/kernel-speed.json"),
-        330, 120, json_name="kernel-speed.json",
+        330, 50, json_name="kernel-speed.json",
     ),
     Part(
         "method-speed",
@@ -62,7 +62,7 @@ PARTS = (
          "--continuation", "64", "--repeats", "3", "--out-json", "{out}/method-speed.json"),
         ("benchmarks/method_scoring.py", "--device", "cuda", "--dtype", "bfloat16", "--lengths", "2048",
          "--layers", "4", "--repeats", "2", "--out-json", "{out}/method-speed.json"),
-        540, 150, json_name="method-speed.json",
+        540, 60, json_name="method-speed.json",
     ),
     Part(
         "train-step",

@@ -193,6 +193,22 @@ def test_scorer_and_generator_agree(tiny):
 
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_infini_scoring_on_cuda_equals_the_cpu(tiny_model_dir):
+    """The recurrence on a GPU, in fp32 and bf16 (the memory itself stays fp32), against the CPU."""
+    ids = token_ids(3 * SEGMENT + 5, seed=8)
+    logits = {}
+    for device, dtype in [("cpu", torch.float32), ("cuda", torch.float32), ("cuda", torch.bfloat16)]:
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=dtype).to(device).eval()
+        method = infini(model)
+        force_gates(model, 0.0)
+        logits[device, dtype] = logits_of(method.make_scorer(model).start_sequence(), ids).float().cpu()
+    reference = logits["cpu", torch.float32]
+    torch.testing.assert_close(logits["cuda", torch.float32], reference, atol=1e-4, rtol=1e-4)
+    error = ((logits["cuda", torch.bfloat16] - reference).norm() / reference.norm()).item()
+    assert error < 3e-2, f"bf16 on CUDA: relative error {error:.2e}"
+
+
 @pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3"])
 def test_other_llama_family_models(family):
     model = tiny_of_family(family)
