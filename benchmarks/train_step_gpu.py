@@ -37,6 +37,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from random_checkpoint import save_random_checkpoint  # benchmarks/ is on sys.path when run as a script
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
@@ -184,17 +186,6 @@ def use_embedded_tokenizer(config):
     return tokenizer
 
 
-def save_random_model(config, tokenizer, directory: str) -> None:
-    """A random-weight checkpoint for a recipe's `model=`: the loop loads it as it would the real one."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)  # bf16 on disk; the loop loads fp32
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-
-
 def train_and_watch(recipe, device: str) -> dict:
     """Run the loop on `recipe`; what it measured and what the probe saw."""
     import torch
@@ -278,7 +269,7 @@ def measure(args, recipe_name: str) -> dict:
             return row
         if base_config is not None:
             log(recipe_name, f"saving a random-weight {base_config.model_type} ({params / 1e6:.1f}M params)")
-            save_random_model(base_config, tokenizer, model_dir)
+            save_random_checkpoint(model_dir, base_config, tokenizer)  # bf16 on disk; the loop loads fp32
         log(recipe_name, f"training {recipe.max_steps} steps: {params / 1e6:.1f}M params, {layers} layers, "
                          f"seq_len {recipe.seq_len}, micro-batch {micro_batch} x {recipe.grad_accum_steps}")
         row.update(train_and_watch(recipe, args.device))
@@ -363,6 +354,10 @@ def main() -> None:
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)
     parser.add_argument("--row-json", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: CUDA is not available here (use --device cpu, e.g. with --tiny)")
     args.steps = args.steps or (3 if args.device == "cuda" else 2)
     if args.tiny and not args.seq_len:
         args.seq_len = TINY_SEQ_LEN

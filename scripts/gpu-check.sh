@@ -23,12 +23,24 @@ for arg in "$@"; do
   fi
 done
 
+# Arguments and parts checked before anything is installed (one message for a typo).
+"$PYTHON" scripts/gpu_check.py --dry-run "$@" >/dev/null
 WHEELS="${GPU_WHEELS:-.gpu-wheels}"
 SITE="${GPU_SITE:-/tmp/lm-eval-longmem-site}"
 if ! ls "$WHEELS"/*.whl >/dev/null 2>&1; then
   echo "error: no wheels in $WHEELS: run ./scripts/gpu-wheels.sh on a machine with PyPI and carry $WHEELS" >&2
   exit 2
 fi
+if ! "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+  echo "error: no CUDA device for $PYTHON here; this runs on a GPU machine (--dry-run lists the plan anywhere)" >&2
+  exit 2
+fi
+WHEELS_PYTHON="$(cat "$WHEELS/PYTHON_VERSION" 2>/dev/null || true)"  # written by gpu-wheels.sh
+if [ "$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" != "$WHEELS_PYTHON" ]; then
+  echo "error: the wheels in $WHEELS are for Python ${WHEELS_PYTHON:-unknown}; $PYTHON is another (set PYTHON=, or fetch again)" >&2
+  exit 2
+fi
+
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target "$SITE" "$WHEELS"/*.whl
 # The training package is the checkout's training/ folder under its installed name (as an

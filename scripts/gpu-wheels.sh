@@ -50,6 +50,8 @@ for name in "${PACKAGES[@]}"; do
   echo "  $name==$version"
 done
 
+echo "$GPU_PYTHON" > "$WHEELS/PYTHON_VERSION"  # gpu-check.sh refuses another Python
+
 wheels_kib="$(du -sk "$WHEELS" | cut -f1)"
 tree_kib="$(git ls-files -co --exclude-standard -z | du -ck --files0-from=- 2>/dev/null | tail -1 | cut -f1)"
 total_mib=$(( (wheels_kib + tree_kib) / 1024 ))

@@ -16,6 +16,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_step_gpu.py
 
 
 def load_benchmark():
+    if str(SCRIPT.parent) not in sys.path:  # as when run as a script: its sibling modules import
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("train_step_gpu", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -52,7 +54,7 @@ def test_a_shape_that_cannot_fit_is_reported_then_run_cut_in_depth(monkeypatch, 
 
     monkeypatch.setattr(bench, "run_worker", fake_worker)
     out = tmp_path / "rows.json"
-    monkeypatch.setattr(sys, "argv", ["train_step_gpu.py", "--recipes", "yarn", "--fallback-layers", "4",
+    monkeypatch.setattr(sys, "argv", ["train_step_gpu.py", "--device", "cpu", "--recipes", "yarn", "--fallback-layers", "4",
                                       "--out-json", str(out)])
     bench.main()
     rows = json.loads(out.read_text())["rows"]
