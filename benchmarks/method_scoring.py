@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gc
 import json
 import os
 import statistics
@@ -59,6 +58,7 @@ import time
 from pathlib import Path
 
 from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
+from random_checkpoint import release, save_random_checkpoint
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -98,7 +98,7 @@ def method_arguments(name: str, args) -> dict:
     }[name]
 
 
-def write_tokenizer(directory: Path) -> None:
+def word_level_tokenizer():
     """A word-level tokenizer with the special tokens HFLM needs; requests are token ids, so
     its vocabulary may be smaller than the model's."""
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -107,25 +107,9 @@ def write_tokenizer(directory: Path) -> None:
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + ("word",))}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
-    ).save_pretrained(directory)
-
-
-def save_random_model(directory: Path, config, device: str, dtype) -> Path:
-    """A random-weight model of `config`, initialised on `device` (a 1B model never visits the
-    CPU's initialiser), saved with the tokenizer like a checkpoint."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    model.save_pretrained(directory)
-    write_tokenizer(directory)
-    del model
-    release(device)
-    return directory
+    )
 
 
 def llama_config(args, kv_heads: int, max_position: int):
@@ -151,14 +135,6 @@ def fox_config(args, max_position: int, transformer: bool):
         rope_base=args.rope_theta, fuse_norm=False, fuse_cross_entropy=False, tie_word_embeddings=False,
         bos_token_id=1, eos_token_id=2, pad_token_id=3,
     )
-
-
-def release(device: str) -> None:
-    import torch
-
-    gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
 
 
 def request(length: int, continuation: int, vocab: int):
@@ -328,7 +304,7 @@ def main(argv=None) -> dict:
         main_config = llama_config(args, args.kv_heads, args.max_position)
         print(f"model: Llama hidden {args.hidden}, {args.layers} layers, {args.heads}/{args.kv_heads} heads, "
               f"MLP {args.intermediate}, vocab {args.vocab}, C = {args.max_position}", flush=True)
-        llama_dir = save_random_model(work / "llama", main_config, args.device, dtype)
+        llama_dir = save_random_checkpoint(work / "llama", main_config, word_level_tokenizer(), device=args.device, dtype=dtype)
         rows = []
         for method in args.methods:
             rows += measure_model(method, llama_dir, {"method": method, **method_arguments(method, args)}, args, args.dtype)
@@ -342,7 +318,7 @@ def main(argv=None) -> dict:
                 (FOX_TRANSFORMER, fox_config(args, longest, transformer=True), {}),
             )
             for label, config, model_args in contestants:
-                directory = save_random_model(work / label, config, args.device, dtype)
+                directory = save_random_checkpoint(work / label, config, word_level_tokenizer(), device=args.device, dtype=dtype)
                 fox_rows += measure_model(label, directory, model_args, args, args.dtype)
                 release(args.device)
             compare(fox_rows, FOX_BASELINE, {FOX: FOX_TARGET})
