@@ -94,8 +94,21 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         if average is not None:
             average.copy_to(accelerator.unwrap_model(model))
         summary["export"] = str(export_run(accelerator, approach, trainable, model, recipe, recipe_source, progress))
-    accelerator.end_training()
+    end_processes(accelerator)
     return summary
+
+
+def end_processes(accelerator) -> None:
+    """Stop trackers and the process group, letting gloo's worker threads go idle first.
+
+    After the last barrier a gloo worker thread still destroys the barrier's work object, which
+    takes the GIL. If the process group is freed meanwhile (the DDP model goes when `train`
+    returns), its destructor joins that thread while holding the GIL: a deadlock, seen as a
+    two-process CPU run that wrote its export and never exited (torch 2.13). A short GIL-free
+    wait lets the worker finish first."""
+    if accelerator.num_processes > 1:
+        time.sleep(0.2)
+    accelerator.end_training()
 
 
 def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step: int, recipe: Recipe) -> float:
