@@ -150,6 +150,18 @@ def test_local_only_gates_give_the_base_model_on_each_segment(tiny):
     assert not torch.allclose(logits_of(recurrence(tiny), ids)[SEGMENT:], torch.cat(pieces)[SEGMENT:], atol=1e-3)
 
 
+def test_read_memory_false_is_the_base_model_on_each_segment_whatever_the_gates(tiny):
+    """The ablation control: same weights and trained-looking gates, but no segment reads the
+    memory, so every segment is the base model on that segment alone."""
+    ids = token_ids(3 * SEGMENT, seed=4)
+    force_gates(tiny, 2.0)  # a gate that would take 88% of each head from the memory
+    ablated = logits_of(recurrence(tiny, read_memory="false"), ids)
+    with torch.no_grad():
+        pieces = [tiny(torch.tensor([ids[i : i + SEGMENT]])).logits[0] for i in range(0, len(ids), SEGMENT)]
+    force_gates(tiny, 0.0)
+    assert torch.allclose(ablated, torch.cat(pieces), atol=1e-5)
+
+
 def test_the_memory_holds_the_pre_rope_keys_and_values_of_the_segment(tiny):
     ids = token_ids(SEGMENT + 2, seed=4)
     rec = recurrence(tiny, update="linear")
@@ -253,7 +265,7 @@ def test_checkpoint_round_trip(tiny_model_dir, tmp_path):
     directory = save_infini_checkpoint(model, tmp_path / "ckpt", method.args, AutoTokenizer.from_pretrained(tiny_model_dir))
     recorded = json.loads((directory / "config.json").read_text())
     assert recorded["longmem_method"] == "infini"
-    assert recorded["longmem_method_args"] == {"segment_length": SEGMENT, "update": "delta", "beta_init": -4.0}
+    assert recorded["longmem_method_args"] == {"segment_length": SEGMENT, "update": "delta", "beta_init": -4.0, "read_memory": True}
     assert (directory / GATES_FILE).is_file() and gates_of(model) is not None  # still attached after saving
 
     lm = LongMemLM(pretrained=str(directory), device="cpu")  # no method=

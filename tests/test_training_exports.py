@@ -98,7 +98,8 @@ def test_infini_gates_learn_then_the_passkey_finetune_and_lm_eval(tiny_model_dir
     config = json.loads((Path(first["export"]) / "config.json").read_text())
     assert config["longmem_method"] == "infini" and config["longmem_method_args"]["segment_length"] == 16
     assert config["longmem_training"]["recipe"] == "tiny-infini"
-    second = run_recipe("tiny-infini-passkey", first["export"], "passkey", tmp_path / "passkey", max_steps=2, **segment)
+    second = run_recipe("tiny-infini-passkey", first["export"], "passkey", tmp_path / "passkey", max_steps=2,
+                        seq_len=96, **segment)  # one whole passkey instance per row
     assert not torch.equal(read_gates(second["export"]), gates)
     results = lm_eval(f"pretrained={second['export']}", corpus_file, tmp_path / "eval")
     assert results["config"]["longmem_method"] == "infini"

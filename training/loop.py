@@ -138,7 +138,8 @@ def set_use_cache(model, value: bool) -> None:
 
 def load_chunks(recipe: Recipe, tokenizer, num_processes: int):
     source = open_text_source(recipe.data, config=recipe.data_config, split=recipe.data_split,
-                              text_column=recipe.text_column, seed=recipe.seed, seq_len=recipe.seq_len)
+                              text_column=recipe.text_column, seed=recipe.seed, seq_len=recipe.seq_len,
+                              tokenizer=tokenizer)
     needed = recipe.max_steps * recipe.micro_batch_size * recipe.grad_accum_steps * num_processes * recipe.seq_len
     return packed_chunks(source, tokenizer, recipe.seq_len, max_tokens=recipe.data_max_tokens or needed)
 

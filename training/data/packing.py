@@ -29,7 +29,7 @@ def packed_chunks(source: TextSource, tokenizer, seq_len: int, max_tokens: int =
     path = cache_dir("training_tokens") / f"{key}.npy"
     with FileLock(str(path) + ".lock"):
         if not path.is_file():
-            stream = pack_documents(source.documents, tokenizer, eos, limit)
+            stream = pack_documents(source.documents, tokenizer, eos, limit, seq_len if source.one_per_row else 0)
             partial = path.with_name(path.stem + ".partial.npy")
             np.save(partial, stream)
             partial.rename(path)
@@ -40,14 +40,20 @@ def packed_chunks(source: TextSource, tokenizer, seq_len: int, max_tokens: int =
     return stream[: num_chunks * seq_len].reshape(num_chunks, seq_len)
 
 
-def pack_documents(documents, tokenizer, eos: int, limit: int = 0) -> np.ndarray:
-    """One token stream: each document's ids followed by EOS; stops after `limit` tokens (0: all)."""
+def pack_documents(documents, tokenizer, eos: int, limit: int = 0, row_length: int = 0) -> np.ndarray:
+    """One token stream: each document's ids followed by EOS; stops after `limit` tokens (0: all).
+    With `row_length`, each document is padded with EOS to exactly one row of that length."""
     pieces, total = [], 0
     iterator = iter(documents)
     while batch := list(itertools.islice(iterator, BATCH_DOCUMENTS)):
         for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
-            pieces.append(np.asarray([*ids, eos], dtype=np.int64))
-            total += len(ids) + 1
+            piece = [*ids, eos]
+            if row_length:
+                if len(piece) > row_length:
+                    raise TrainingError(f"A document of {len(ids)} tokens does not fit one row of seq_len={row_length}.")
+                piece += [eos] * (row_length - len(piece))
+            pieces.append(np.asarray(piece, dtype=np.int64))
+            total += len(piece)
         if limit and total >= limit:
             break
     stream = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)

@@ -1,7 +1,8 @@
 """Where training text comes from: the plugin's corpora (embedded Shakespeare, PG-19, local files)
 any `datasets` Hub id, streamed so that only the tokens a run needs are read, or `passkey`:
 synthetic passkey-retrieval documents (the task's prompt followed by the answer), for the
-Infini-attention paper's passkey fine-tune. Offline, a Hub id not in the local cache fails at
+Infini-attention paper's passkey fine-tune: each one sized to a training row, so that a key is
+never cut off from its question by packing. Offline, a Hub id not in the local cache fails at
 once with the fix (lm_eval_longmem.hub)."""
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ class TextSource:
     identity: str  # changes whenever the text could change (cache key)
     documents: Iterable[str]
     streamed: bool  # read lazily: stop once enough tokens are in
+    one_per_row: bool = False  # each document is one training row (padded with EOS), never packed across rows
 
 
 PASSKEY = "passkey"
-CHARACTERS_PER_TOKEN = 4  # the passkey filler's rough ratio: documents of about seq_len tokens
 
 
 def open_text_source(data: str, *, config: str = "", split: str = "train", text_column: str = "text",
-                     seed: int = 0, seq_len: int = 4096) -> TextSource:
+                     seed: int = 0, seq_len: int = 4096, tokenizer=None) -> TextSource:
     if data == PASSKEY:
-        chars = seq_len * CHARACTERS_PER_TOKEN
-        return TextSource(f"passkey:{seed}:{chars}", passkey_documents(seed, chars), streamed=True)
+        if tokenizer is None:
+            raise ValueError("data=passkey sizes its documents in tokens: pass the tokenizer")
+        documents = passkey_documents(seed, seq_len, lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+        return TextSource(f"passkey-rows:{seed}:{seq_len}", documents, streamed=True, one_per_row=True)
     if data in CORPUS_NAMES or os.path.exists(os.path.expanduser(data)):
         try:
             corpus = load_corpus(data)
@@ -61,14 +64,19 @@ def hub_documents(data: str, config: str, split: str, text_column: str) -> Itera
     return (row[text_column] for row in table)
 
 
-def passkey_documents(seed: int, num_chars: int) -> Iterable[str]:
-    """Endless passkey prompts with their answers: random keys at random depths (seeded)."""
+def passkey_documents(seed: int, seq_len: int, count) -> Iterable[str]:
+    """Endless passkey prompts with their answers, random keys at random depths (seeded), each the
+    longest prompt that leaves room in `seq_len` tokens for the answer and an EOS."""
     import random
 
     from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE
-    from lm_eval_longmem.tasks.passkey.protocol import prompt_for_characters
+    from lm_eval_longmem.tasks.passkey.protocol import ANSWER_TOKENS, PasskeyConfigError, prompt_for_tokens
 
     rng = random.Random(seed)
     while True:
         key = rng.randint(*KEY_RANGE)
-        yield f"{prompt_for_characters(num_chars, rng.randint(0, 100), key)} {key}."
+        try:
+            prompt, _ = prompt_for_tokens(seq_len - ANSWER_TOKENS - 1, rng.randint(0, 100), key, count)
+        except PasskeyConfigError:
+            raise TrainingError(f"data=passkey: seq_len={seq_len} is too short for a passkey prompt and its answer.") from None
+        yield f"{prompt} {key}."

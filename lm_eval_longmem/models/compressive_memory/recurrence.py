@@ -33,8 +33,10 @@ from lm_eval_longmem.models.llama_decoder import Decoder
 
 
 class SegmentRecurrence:
-    def __init__(self, decoder: Decoder, gates: MemoryGates, segment_length: int, update: UpdateRule):
+    def __init__(self, decoder: Decoder, gates: MemoryGates, segment_length: int, update: UpdateRule,
+                 read_memory: bool = True):
         self.decoder = decoder
+        self.read_memory = read_memory  # False: local attention alone in every segment (the ablation)
         self.gates = gates
         self.segment_length = segment_length
         self.update = update
@@ -84,7 +86,7 @@ class SegmentRecurrence:
             joined = local.extend(k, v, cos, sin)
             heads, _ = attend(q, joined.rotated_keys(cos, sin), joined.values, local.log_counts, cos, sin, d.scaling)
             memory = self.memories[layer]
-            if not memory.is_empty:
+            if self.read_memory and not memory.is_empty:
                 heads = self.gates.mix(layer, memory.retrieve(q), heads)
             x = d.mlp_block(layer, x + d.attention_output(layer, heads))
             self.segment[layer] = joined

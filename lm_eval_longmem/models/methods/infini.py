@@ -33,6 +33,12 @@ class InfiniArgs:
                           "keeps an untrained model near its base (the paper does not say; 0 gives 0.5)"},
     )
 
+    read_memory: bool = field(
+        default=True,
+        metadata={"help": "false: every segment uses its local attention alone, the memory never read (the ablation "
+                          "that shows what a trained model retrieves through its memory)"},
+    )
+
     def __post_init__(self):
         if self.segment_length < 1:
             raise ValueError(f"segment_length must be a positive number of tokens, got {self.segment_length}")
@@ -65,7 +71,7 @@ class Infini(LongMemMethod):
             )
         logger.warning(
             "%s: this model was never trained with Infini-attention; its gates are untrained (sigmoid(beta_init=%g) = "
-            "%.3f for every head), so the memory is mixed in with a fixed small weight. Results measure the untrained "
+            "%.3f for every head), so the memory is mixed in with that fixed weight. Results measure the untrained "
             "mechanism, not a trained Infini-Transformer.", WHO, self.args.beta_init, _sigmoid(self.args.beta_init),
         )
         return model
@@ -89,7 +95,8 @@ class Infini(LongMemMethod):
         if gates_of(model) is None:
             self.prepare_model(model)
         decoder, gates = Decoder(model, WHO), gates_of(model)
-        return lambda: SegmentRecurrence(decoder, gates, self.args.segment_length, self.args.update)
+        args = self.args
+        return lambda: SegmentRecurrence(decoder, gates, args.segment_length, args.update, read_memory=args.read_memory)
 
     def _check_segment_fits(self, config) -> None:
         from lm_eval_longmem.models.context_length import training_length
