@@ -1,0 +1,105 @@
+"""What a run is about to cost, said before it starts.
+
+A default `forgetting_curve` run plans hundreds of requests with inputs up to 16k tokens: on a
+laptop CPU that is hours, and nothing else says so. Before scoring or generating, the wrapper
+prints the plan (requests, input lengths, tokens in all, the tasks) and, for a run big enough to
+matter, an estimate of its time from two short timed passes on this machine — a fit of
+`a*L + b*L^2` per input (linear layers plus attention), summed over the planned inputs — with the
+options that make the run smaller.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
+
+ESTIMATE_ABOVE_TOKENS = 100_000  # smaller runs take seconds to a few minutes: no timing pass
+ESTIMATE_ABOVE_ENV = "LM_EVAL_LONGMEM_ESTIMATE_ABOVE"  # tokens; 0 estimates every run
+PROBE_LENGTHS = (256, 1024)
+SHRINKING_OPTIONS = ("lengths", "samples", "windows", "max_length", "shots")
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    kind: str  # "scoring" or "generation"
+    lengths: tuple[int, ...]  # tokens each request runs through the model
+    tasks: tuple[str, ...]
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.lengths)
+
+    def describe(self) -> str:
+        counts = Counter(self.lengths)
+        distinct = sorted(counts)
+        shown = (", ".join(f"{n:,} x{counts[n]}" for n in distinct) if len(distinct) <= 8
+                 else f"{distinct[0]:,} to {distinct[-1]:,}")
+        tasks = f" for {', '.join(self.tasks)}" if self.tasks else ""
+        return (f"longmem: {len(self.lengths):,} {self.kind} requests{tasks}; input lengths (tokens): {shown}; "
+                f"{self.total_tokens:,} tokens in all")
+
+
+def fit_cost(timings: Sequence[tuple[int, float]]) -> Callable[[int], float]:
+    """Seconds for an input of L tokens from timed (L, seconds) passes: a*L + b*L^2 through two
+    points (b >= 0: attention never makes a longer input cheaper per token), linear from one."""
+    (l1, t1), *rest = sorted(timings)
+    if not rest:
+        return lambda length: t1 * length / l1
+    l2, t2 = rest[-1]
+    b = max(0.0, (t2 / l2 - t1 / l1) / (l2 - l1))
+    a = max(0.0, t1 / l1 - b * l1)
+    return lambda length: a * length + b * length * length
+
+
+def estimate_seconds(lengths: Iterable[int], time_one: Callable[[int], float], longest: int) -> float:
+    probes = sorted({min(p, longest) for p in PROBE_LENGTHS})
+    time_one(probes[0])  # warm-up: first-call costs (allocations, kernel builds) are not per request
+    cost = fit_cost([(length, time_one(length)) for length in probes])
+    return sum(cost(length) for length in lengths)
+
+
+def shrink_hint(tasks: Iterable[str]) -> str:
+    """The options that make these tasks' runs smaller, read from their options classes."""
+    import importlib
+
+    from lm_eval_longmem.preflight import OPTION_CLASSES
+
+    hints = []
+    for task in tasks:
+        if task not in OPTION_CLASSES:
+            continue
+        module_name, class_name = OPTION_CLASSES[task]
+        module = importlib.import_module(module_name)
+        names = [f.name for f in fields(getattr(module, class_name)) if f.name in SHRINKING_OPTIONS]
+        if names:
+            hints.append(f"{task}: " + ", ".join(f"{module.OPTION_PREFIX}{name}" for name in names))
+    shown = f" or the tasks' options in --metadata ({'; '.join(hints)})" if hints else ""
+    return f"To make it smaller: --limit N (documents per task){shown}."
+
+
+def human_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, math.ceil(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def announce(plan: CostPlan, time_one: Callable[[int], float] | None, device: str, write=None) -> float | None:
+    """Print the plan, and the estimate when the run is big; returns the estimate (seconds)."""
+    write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+    if not plan.lengths:
+        return None
+    write(plan.describe() + ".")
+    if time_one is None or plan.total_tokens < int(os.environ.get(ESTIMATE_ABOVE_ENV, ESTIMATE_ABOVE_TOKENS)):
+        return None
+    started = time.perf_counter()
+    seconds = estimate_seconds(plan.lengths, time_one, max(plan.lengths))
+    write(f"longmem: estimated {human_duration(seconds)} on this machine ({device}; two timed passes, "
+          f"{time.perf_counter() - started:.1f} s). " + shrink_hint(plan.tasks))
+    return seconds

@@ -1,0 +1,49 @@
+"""The plan and time estimate printed before a run (models/cost_plan.py)."""
+
+import pytest
+
+from lm_eval_longmem.models.cost_plan import CostPlan, announce, estimate_seconds, fit_cost, human_duration, shrink_hint
+
+
+def test_two_timed_passes_recover_a_linear_plus_quadratic_cost():
+    cost = fit_cost([(256, 2e-3 * 256 + 1e-6 * 256**2), (1024, 2e-3 * 1024 + 1e-6 * 1024**2)])
+    assert cost(4096) == pytest.approx(2e-3 * 4096 + 1e-6 * 4096**2)
+    flat = fit_cost([(100, 1.0)])  # one pass: linear
+    assert flat(300) == pytest.approx(3.0)
+    noisy = fit_cost([(256, 1.0), (1024, 3.0)])  # per token cheaper when longer: no negative b
+    assert noisy(2048) == pytest.approx(2048 / 256 * 1.0)
+
+
+def test_estimate_sums_the_fitted_cost_over_every_input_after_a_warm_up():
+    calls = []
+
+    def time_one(length):
+        calls.append(length)
+        return 1e-3 * length + 1e-6 * length**2
+
+    lengths = [129, 1025, 4097, 16385]
+    expected = sum(1e-3 * n + 1e-6 * n * n for n in lengths)
+    assert estimate_seconds(lengths, time_one, max(lengths)) == pytest.approx(expected)
+    assert calls == [256, 256, 1024]
+    calls.clear()
+    estimate_seconds([100, 200], time_one, 200)  # a short run probes at its own longest input
+    assert calls == [200, 200]
+
+
+def test_hint_names_the_options_of_the_tasks_that_shrink_them():
+    hint = shrink_hint(["forgetting_curve", "longmem_passkey", "some_builtin_task"])
+    assert "--limit N" in hint and "fc_lengths" in hint and "fc_samples" in hint
+    assert "pk_lengths" in hint and "pk_samples" in hint and "some_builtin_task" not in hint
+
+
+def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkeypatch):
+    lines = []
+    small = CostPlan("scoring", (129, 129, 257), ("forgetting_curve",))
+    assert announce(small, lambda n: 1.0, "cpu", lines.append) is None
+    assert lines == ["longmem: 3 scoring requests for forgetting_curve; input lengths (tokens): 129 x2, 257 x1; "
+                     "515 tokens in all."]
+    monkeypatch.setenv("LM_EVAL_LONGMEM_ESTIMATE_ABOVE", "0")
+    lines.clear()
+    assert announce(small, lambda n: n / 100, "cpu", lines.append) == pytest.approx(5.15)
+    assert lines[1].startswith("longmem: estimated 6 s on this machine (cpu") and "fc_lengths" in lines[1]
+    assert human_duration(5400) == "1.5 h" and human_duration(600) == "10 min"
