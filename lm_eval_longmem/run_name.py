@@ -16,6 +16,9 @@ in folders like `qdpv68r5`. One rule, used by the lm-eval hook (registration.py)
   `vanilla`).
 * arguments: only those whose parsed value differs from the method's default, sorted, as
   `key-value` (so `factor=4` and `factor=4.0` name the same folder, and factor 4 vs 8 do not mix).
+  A `fox` run is first named by its checkpoint's architecture (fox_architecture.py), so a
+  Transformer baseline trained in the FoX code is `..__fox__architecture-transformer-pro`, never
+  the same name as FoX (`..__fox__architecture-fox-pro`).
   Characters other than letters, digits, `.`, `_`, `+` and `-` become `-`; a part that is too long or
   lost characters that way is cut and gets an 8-digit hash of the exact values, so names stay
   short, filesystem-safe and distinct.
@@ -34,7 +37,7 @@ SEPARATOR = "__"
 MAX_ARGS_PART = 60
 MAX_MODEL_PART = 80
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-_GENERIC_LEAF = re.compile(r"^(export|final|merged|model|hf|adapter|best|last|latest|(checkpoint|ckpt|step|epoch|global_step)[-_]?\d*|\d+)$", re.I)
+GENERIC_LEAF = re.compile(r"^(export|final|merged|model|hf|adapter|best|last|latest|(checkpoint|ckpt|step|epoch|global_step)[-_]?\d*|\d+)$", re.I)
 
 
 def parse_model_args(model_args: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -63,7 +66,7 @@ def run_folder_name(model_args: str | dict[str, Any] | None) -> str:
     method, args = resolve_method(pretrained, explicit, {k: v for k, v in args.items() if k != "method"}, DEFAULT_METHOD)
     method_cls = get_method(method)
     given, _ = split_method_args(method_cls, args)
-    changed = non_default_args(method, method_cls, given)
+    changed = {**checkpoint_architecture(method, pretrained, args), **non_default_args(method, method_cls, given)}
     name = f"{model_label(args)}{SEPARATOR}{_safe(method)}"
     if changed:
         name += SEPARATOR + _args_label(changed)
@@ -91,6 +94,17 @@ def non_default_args(method: str, method_cls, given: dict[str, Any]) -> dict[str
     return dict(sorted(changed.items()))
 
 
+def checkpoint_architecture(method: str, pretrained, args: dict[str, Any]) -> dict[str, Any]:
+    """For `fox`, which runs many architectures as trained: the checkpoint's (`architecture`
+    and any switch that differs from it); {} for every other method."""
+    if method != "fox" or pretrained is None:
+        return {}
+    from lm_eval_longmem.fox_architecture import architecture_arguments
+    from lm_eval_longmem.models.methods.recorded import checkpoint_config
+
+    return architecture_arguments(checkpoint_config(pretrained, args))
+
+
 def model_label(args: dict[str, Any]) -> str:
     """Short, safe name of the model a run loads (see the module docstring)."""
     from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME
@@ -108,7 +122,7 @@ def model_label(args: dict[str, Any]) -> str:
 def _source_label(source: str) -> str:
     if os.path.isdir(source) or source.startswith((".", "/", "~")) or source.count("/") > 1 or "\\" in source:
         parts = [p for p in re.split(r"[/\\]+", os.path.normpath(os.path.expanduser(source))) if p]
-        keep = parts[-2:] if len(parts) > 1 and _GENERIC_LEAF.match(parts[-1]) else parts[-1:]
+        keep = parts[-2:] if len(parts) > 1 and GENERIC_LEAF.match(parts[-1]) else parts[-1:]
         return SEPARATOR.join(_safe(p) for p in keep) or "model"
     return SEPARATOR.join(_safe(p) for p in source.split("/") if p)  # a Hub id: org__name, as lm-eval
 

@@ -207,7 +207,7 @@ def test_run_identity_uses_resolved_arguments_and_labels_show_the_chosen_ones(tm
     hf = describe_run(lm_eval_results({}, model="hf", model_args="pretrained=/ckpt/run7/export,max_length=1024",
                                       pretrained="/ckpt/run7/export"), tmp_path / "d.json")
     assert (hf.model, hf.method, hf.arguments_text) == ("/ckpt/run7/export", "hf", "max_length=1024")
-    assert hf.short_label == "export · hf (max_length=1024)"
+    assert hf.short_label == "run7/export · hf (max_length=1024)"  # a generic folder keeps its parent
 
 
 # --- the table ----------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ results JSON records `--model_args` as the user typed them and, for `--model lon
 method with all its resolved arguments (`config.longmem_*`, from the wrapper's
 `get_model_info`). The identity uses the resolved values, so `factor=4` and `factor=4.0`
 match; labels show only what the user chose, so a legend reads "yarn (factor=4)" rather
-than every default of the method.
+than every default of the method. The one exception is `fox`, which runs whatever FoX-family
+architecture the checkpoint has: its label names that architecture from the recorded switches
+("fox (architecture=transformer-pro)", fox_architecture.py), so FoX and its Transformer
+baseline never read alike.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from lm_eval_longmem.fox_architecture import architecture_arguments
+from lm_eval_longmem.run_name import GENERIC_LEAF
 
 # `--model_args` that place or batch the model without changing what it computes.
 PLACEMENT_ARGS = frozenset(
@@ -82,9 +88,11 @@ def describe_run(data: dict[str, Any], source: Path) -> RunInfo:
         or "unknown"
     )
     method = str(config.get("longmem_method") or config.get("model") or "hf")
-    chosen = {key: _text(value) for key, value in model_args.items() if key not in PLACEMENT_ARGS}
+    method_args = config.get("longmem_method_args") or {}
+    architecture = architecture_arguments(method_args) if method == "fox" else {}
+    chosen = {key: _text(value) for key, value in {**architecture, **model_args}.items() if key not in PLACEMENT_ARGS}
     resolved = dict(chosen)
-    resolved.update({key: _text(value) for key, value in (config.get("longmem_method_args") or {}).items()})
+    resolved.update({key: _text(value) for key, value in method_args.items()})
     identity = (model, method, json.dumps(resolved, sort_keys=True))
     return RunInfo(model, method, chosen, identity, run_date(data, source), source, data)
 
@@ -105,9 +113,14 @@ def label_of(model: str, method: str, arguments: dict[str, str]) -> str:
 
 
 def short_model_name(model: str) -> str:
-    """"/data/ckpt/run7/export" -> "export"; Hub ids ("org/name") and plain names unchanged."""
+    """"/data/ckpt/run7" -> "run7", "/data/ckpt/run7/export" -> "run7/export" (a generic last
+    folder keeps its parent, as in run folder names, so two exports never read as one model);
+    Hub ids ("org/name") and plain names unchanged."""
     if model.startswith(("/", "./", "../", "~")) or "\\" in model:
-        return Path(model.replace("\\", "/")).name or model
+        parts = [part for part in model.replace("\\", "/").split("/") if part not in ("", ".", "..", "~")]
+        if not parts:
+            return model
+        return "/".join(parts[-2:]) if len(parts) > 1 and GENERIC_LEAF.match(parts[-1]) else parts[-1]
     return model
 
 

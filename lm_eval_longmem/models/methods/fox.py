@@ -3,13 +3,17 @@
 FoX is an architecture (`models/fox/`), not a patch: the forget gate
 f_t = sigmoid(w_f . x_t + b_f) down-weights attention logits by sum_{l=j+1..i} log f_l and is
 part of the trained weights. This method only checks that the checkpoint is FoX-family and
-records which FoX it is; a FoX checkpoint selects it by itself when `method=` is left out.
+records which FoX it is: its switches and their name (`architecture=fox-pro`,
+`transformer-pro`, ..., see fox_architecture.py), so that a Transformer baseline trained in the
+FoX code never reads as FoX. A FoX checkpoint selects this method by itself when `method=` is
+left out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lm_eval_longmem.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
 from lm_eval_longmem.models.methods.base import LongMemMethod
 
 # The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the
@@ -32,6 +36,7 @@ class ForgettingTransformer(LongMemMethod):
         # The wrapper has already checked that the checkpoint is FoX-family (`check_method_fits`).
         self.architecture = {key: getattr(config, key) for key in ARCHITECTURE_SWITCHES if hasattr(config, key)}
         self.architecture["model_type"] = config.model_type
+        self.architecture[ARCHITECTURE_KEY] = architecture_arguments(config)[ARCHITECTURE_KEY]
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "args": dict(self.architecture)}

@@ -43,13 +43,27 @@ def record_method(config, name: str, args: dict[str, Any]) -> None:
 
 def read_recorded_method(pretrained, **hub_options) -> tuple[str, dict[str, Any]] | None:
     """The method recorded in `pretrained` (a path, Hub id, or loaded model), if any."""
+    return recorded_method(read_config_dict(pretrained, **hub_options))
+
+
+def read_config_dict(pretrained, **hub_options) -> dict[str, Any]:
+    """`pretrained`'s config as config.json holds it (a loaded model's config as a dict)."""
     config = getattr(pretrained, "config", None)
     if config is not None:
-        return recorded_method(config.to_dict())
+        return config.to_dict()
     from transformers import PretrainedConfig
 
     config_dict, _ = PretrainedConfig.get_config_dict(str(pretrained), **hub_options)
-    return recorded_method(config_dict)
+    return config_dict
+
+
+def checkpoint_config(pretrained, model_args: dict[str, Any]) -> dict[str, Any]:
+    """`pretrained`'s config dict, read with the Hub options of `model_args` (failing fast offline)."""
+    from lm_eval_longmem.hub import loading_from_hub
+
+    hub_options = {k: model_args[k] for k in HUB_OPTIONS if k in model_args}
+    with loading_from_hub(pretrained):
+        return read_config_dict(pretrained, **hub_options)
 
 
 def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], default: str):
@@ -61,11 +75,7 @@ def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], d
     """
     if method is not None or pretrained is None:
         return method or default, model_args
-    from lm_eval_longmem.hub import loading_from_hub
-
-    hub_options = {k: model_args[k] for k in HUB_OPTIONS if k in model_args}
-    with loading_from_hub(pretrained):
-        recorded = read_recorded_method(pretrained, **hub_options)
+    recorded = recorded_method(checkpoint_config(pretrained, model_args))
     if recorded is None:
         return default, model_args
     name, recorded_args = recorded
