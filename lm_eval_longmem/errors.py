@@ -51,10 +51,34 @@ def print_user_error(error: LongMemError, program: str = "lm_eval") -> None:
     sys.stderr.write(f"{program}: error: {error}\n(set {DEBUG_ENV}=1 to see the traceback)\n")
 
 
+INTERRUPTED_HINTS = {
+    "lm_eval": "requests already scored are kept in the --use_cache database if you passed one: rerun the same "
+               "command to resume",
+    "lm-eval-longmem": "rerun the same command to resume (training from its last checkpoint, a sweep from its "
+                       "finished runs)",
+}
+
+
+def print_interrupted(program: str) -> None:
+    """The line comes last: open progress bars are closed first (else they redraw after it)."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or ()):
+        try:
+            bar.close()
+        except Exception:  # a bar half torn down by the interrupt: its last redraw does not matter
+            pass
+    hint = INTERRUPTED_HINTS.get(program, INTERRUPTED_HINTS["lm_eval"])
+    sys.stderr.write(f"\n{program}: interrupted; {hint}.\n")
+
+
 def concise_excepthook(previous):
-    """A `sys.excepthook` that prints a `LongMemError` as its message alone."""
+    """A `sys.excepthook` that prints a `LongMemError` as its message alone, and Ctrl-C as one
+    line saying what is kept (not the traceback of wherever the run happened to be)."""
 
     def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt) and not debugging():
+            print_interrupted(program_name())
+            return None
         error = None if debugging() else user_error_in(exc)
         if error is None:
             return previous(exc_type, exc, tb)
