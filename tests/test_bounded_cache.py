@@ -264,6 +264,14 @@ def test_longcache_defaults_are_the_authors_and_share_the_budget():
     assert build_method("longcache", {}).describe()["args"]["top_k_prime"] == 63  # recorded resolved
 
 
+def test_statedclm_sigma_follows_the_cache_budget_unless_given():
+    """The paper sets sigma equal to its budget (4096 and 4096); at 512, a fixed 4096 would
+    barely tilt the scores toward recent entries."""
+    assert build_method("statedclm", {}).args.sigma == 4096.0
+    assert build_method("statedclm", {"max_context_length": 512, "chunk_size": 64}).describe()["args"]["sigma"] == 512.0
+    assert build_method("statedclm", {"max_context_length": 512, "chunk_size": 64, "sigma": 100}).args.sigma == 100.0
+
+
 def test_budget_arguments_are_validated():
     with pytest.raises(MethodArgumentError, match="must exceed sink_length \\+ chunk_size"):
         build_method("statedclm", {"max_context_length": 512, "chunk_size": 512})

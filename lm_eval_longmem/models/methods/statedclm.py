@@ -19,10 +19,16 @@ from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scor
 
 @dataclass(frozen=True)
 class StatedCLMArgs(BudgetArgs):
-    sigma: float = field(default=4096.0, metadata={"help": "positional normalization exp(-i/sigma) of eq. 19"})
+    sigma: float | None = field(
+        default=None,
+        metadata={"help": "positional normalization exp(-i/sigma) of eq. 19; default: max_context_length (the paper "
+                          "sets sigma equal to its cache budget, 4096 and 4096)"},
+    )
 
     def __post_init__(self):
         super().__post_init__()
+        if self.sigma is None:  # resolved here so results and run names record the number used
+            object.__setattr__(self, "sigma", float(self.max_context_length))
         if self.sigma <= 0:
             raise ValueError("sigma must be positive")
 
