@@ -63,6 +63,8 @@ def test_model_hf_gets_the_reduced_metric_with_a_warning(tiny_model_dir, corpus_
     metrics = results_of(out)["results"]["forgetting_curve"]
     assert metrics["curve,none"]["mode"] == "reduced"
     assert "copy_exact@40,none" in metrics and "lm_nll@40,none" in metrics and "fine_memory_length,none" not in metrics
+    board = run([str(BIN / "lm-eval-longmem"), "leaderboard", str(out)])  # on the board with what it measured
+    assert "| fc_exact_copy |" in board.stdout and f"| {tiny_model_dir} | hf |" in board.stdout and board.stderr == ""
 
 
 def test_ls_tasks_lists_ours_and_the_builtins():

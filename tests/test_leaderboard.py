@@ -43,6 +43,27 @@ def forgetting_metrics(lengths, copy, fine, coarse, fine_bound=False, coarse_bou
     return metrics
 
 
+def reduced_forgetting_metrics(copy_exact: dict[int, float], cut: tuple[int, ...] = ()) -> dict:
+    """`forgetting_curve` of a `--model hf` run, keyed and valued as in a real file: the reduced
+    metric per length (`copy_exact@L`, ...) and its curve, `cut` lengths without numbers."""
+    width = len(str(max([*copy_exact, *cut])))
+    metrics = {"name": "forgetting_curve", "alias": "forgetting_curve", "sample_len": 2 * (len(copy_exact) + len(cut))}
+    points = []
+    for length, exact in copy_exact.items():
+        values = {"copy_exact": exact, "lm_exact": 0.0, "copy_nll": 0.5 * (1 - exact), "lm_nll": 4.0}
+        for field, value in values.items():
+            metrics.update({f"{field}@{length:0{width}d},none": value, f"{field}@{length:0{width}d}_stderr,none": 0.0})
+        points.append({"length": length, **values, "num_samples": 2, "input_tokens": 2 * length + 1,
+                       "beyond_training_length": False, "beyond_context_length": False, "status": "ok"})
+    failed = [{"length": length, "input_tokens": 2 * length + 1, "beyond_training_length": False,
+               "beyond_context_length": True, "status": "cut_by_model", "failed_samples": 2} for length in cut]
+    metrics["curve,none"] = {"mode": "reduced", "points": points, "lengths": points + failed,
+                             "failed_lengths": list(cut), "fine_memory_length": None, "coarse_memory_length": None,
+                             "fine_is_lower_bound": False, "coarse_is_lower_bound": False}
+    metrics["curve_stderr,none"] = "N/A"
+    return metrics
+
+
 def passkey_metrics(by_length: dict[int, float]) -> dict:
     width = len(str(max(by_length)))
     overall = sum(by_length.values()) / len(by_length)
@@ -188,6 +209,30 @@ def test_headlines_of_every_task():
 def test_reduced_forgetting_curve_and_absent_perplexity_give_no_numbers():
     reduced = {"curve,none": {"mode": "reduced", "points": []}, "copy_exact@40,none": 1.0}
     assert headlines_of({"forgetting_curve": reduced, "longmem_perplexity": {"alias": "longmem_perplexity"}}) == {}
+
+
+def test_model_hf_runs_are_on_the_board_with_their_exact_copy_length(two_methods, capsys):
+    """`--model hf` gets the reduced forgetting curve (no memory lengths): its row shows
+    `fc_exact_copy`, ">" when the longest length still passes; a run whose every length was cut
+    by the model is skipped saying so."""
+    hf = dict(model="hf", pretrained="HuggingFaceTB/SmolLM2-135M")
+    write(two_methods / "hf" / "a" / "results_2026-11-23T12-00-00.json", lm_eval_results(
+        {"forgetting_curve": reduced_forgetting_metrics({8: 1.0, 24: 1.0, 40: 0.5})},
+        model_args="pretrained=HuggingFaceTB/SmolLM2-135M", **hf))
+    write(two_methods / "hf" / "b" / "results_2026-11-23T12-00-00.json", lm_eval_results(
+        {"forgetting_curve": reduced_forgetting_metrics({8: 1.0, 24: 1.0})},
+        model_args="pretrained=HuggingFaceTB/SmolLM2-135M,max_length=64", **hf))
+    cut = write(two_methods / "hf" / "c" / "results_2026-11-23T12-00-00.json", lm_eval_results(
+        {"forgetting_curve": reduced_forgetting_metrics({}, cut=(512, 1024))},
+        model_args="pretrained=HuggingFaceTB/SmolLM2-135M,max_length=128", **hf))
+    assert main(["leaderboard", str(two_methods), "--sort", "fc_exact_copy"]) == 0
+    captured = capsys.readouterr()
+    rows = table_rows(captured.out)
+    assert [(r["method"], r["arguments"], r["fc_exact_copy"], r["fc_fine"]) for r in rows[:2]] == [
+        ("hf", "max_length=64", ">24", ""), ("hf", "", "24", "")]
+    assert len(rows) == 4 and all(r["fc_exact_copy"] == "" for r in rows[2:])  # longmem rows: fine/coarse instead
+    (warning,) = captured.err.splitlines()
+    assert str(cut) in warning and "no tested length gave numbers: 2 length(s) with status cut_by_model" in warning
 
 
 # --- who ran -----------------------------------------------------------------------------------

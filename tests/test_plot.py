@@ -230,5 +230,6 @@ def test_plot_two_runs(tmp_path: Path) -> None:
 
 def test_plot_reduced_run(tmp_path: Path) -> None:
     run = load_curve_run(write_json(tmp_path / "results_1.json", reduced_results()))
+    assert memory_summary(run) == "reduced metric: exact copy 64, no memory lengths"  # as fc_exact_copy
     output = plot_forgetting_curves([run], tmp_path / "reduced.png", log_x=False)
     assert output.read_bytes().startswith(PNG_MAGIC)

@@ -22,6 +22,7 @@ from lm_eval_longmem.report.figures import (
     save_figure,
     wrap,
 )
+from lm_eval_longmem.report.headlines import exact_copy_length, length_text
 from lm_eval_longmem.report.results_files import CurveRun
 
 if TYPE_CHECKING:
@@ -62,14 +63,16 @@ def memory_regions(run: CurveRun) -> list[tuple[str, float, float]]:
 
 
 def memory_summary(run: CurveRun) -> str:
-    """E.g. "fine 1024, coarse >4094"; ">" marks a length that is only a lower bound."""
+    """E.g. "fine 1024, coarse >4094"; ">" marks a length that is only a lower bound (spelled as
+    the leaderboard spells it). A reduced curve (`--model hf`) has its exact-copy length instead."""
     if run.mode == "reduced":
-        return "reduced metric, no memory lengths"
+        found = exact_copy_length({"points": list(run.points)})
+        if not found:
+            return "reduced metric, no memory lengths"
+        return f"reduced metric: exact copy {length_text(found[0].value, found[0].lower_bound)}, no memory lengths"
 
     def describe(length: int | None, is_lower_bound: bool) -> str:
-        if length is None:
-            return "n/a"
-        return f">{length}" if is_lower_bound else str(length)
+        return "n/a" if length is None else length_text(length, is_lower_bound)
 
     fine = describe(run.fine_memory_length, run.fine_is_lower_bound)
     coarse = describe(run.coarse_memory_length, run.coarse_is_lower_bound)

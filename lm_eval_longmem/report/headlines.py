@@ -4,9 +4,18 @@ lm-eval stores metrics as "<name>,<filter>" with a sibling "<name>_stderr,<filte
 put a bucket in the name, zero-padded (`acc@len0512`, `acc@0010shots`, `ppl@01024`, see
 `tasks/buckets.py`). Buckets are parsed back to integers here, so runs whose paddings differ
 (a grid up to 999 vs one up to 4096) still share a column, and columns sort numerically.
-A task missing from a file, or a metric missing from a task (an older results file, the
-reduced forgetting-curve metric of `--model hf`), simply yields no number. Tasks that are not
-ours (lm-eval's RULER, LongBench, ... run next to ours) get one column per numeric metric.
+A task missing from a file, or a metric missing from a task (an older results file), simply
+yields no number. Tasks that are not ours (lm-eval's RULER, LongBench, ... run next to ours) get
+one column per numeric metric.
+
+The forgetting curve has two shapes. `--model longmem` scores every token, so its curve has the
+paper's fine and coarse memory lengths. Any other lm-eval model (`--model hf`) answers only
+lm-eval's (loglikelihood, is_greedy) per request, so the task reports a reduced metric instead
+(`curve.mode == "reduced"`: per length, `copy_exact`, the share of samples whose copied half is
+reproduced exactly under greedy decoding, and `copy_nll`), with no memory lengths. Its headline is
+`fc_exact_copy`: the largest tested L at which more than 99% of the samples were copied exactly,
+the paper's fine-grained bar applied to whole samples. An exactly copied sample has token accuracy
+1, so this never exceeds the fine memory length the same model gets under `--model longmem`.
 """
 
 from __future__ import annotations
@@ -35,6 +44,12 @@ class Headline:
     value: float
     stderr: float | None = None
     lower_bound: bool = False  # the true value is larger (a memory length still met at the longest L)
+
+
+def length_text(length: float, lower_bound: bool) -> str:
+    """A memory length as every format writes it: ">4096" when only a lower bound, else "4096"."""
+    text = f"{length:.0f}"
+    return f">{text}" if lower_bound else text
 
 
 def metric_values(metrics: dict) -> dict[str, tuple[float, float | None]]:
@@ -83,15 +98,45 @@ def _summary(task, metrics, metric, column_name, position, higher_is_better=True
 
 
 def forgetting_curve(metrics: dict) -> list[Headline]:
-    """Fine and coarse memory lengths; ">L" bounds come from the curve's own flags."""
+    """Fine and coarse memory lengths; ">L" bounds come from the curve's own flags. A reduced
+    curve (`--model hf`) has none: its exact-copy length instead."""
     curve = metrics.get(f"curve,{PREFERRED_FILTER}")
     curve = curve if isinstance(curve, dict) else {}
+    if curve.get("mode") == "reduced":
+        return exact_copy_length(curve)
     headlines = []
     for position, kind in enumerate(("fine", "coarse")):
         for headline in _summary("forgetting_curve", metrics, f"{kind}_memory_length", f"fc_{kind}", position):
             bound = bool(curve.get(f"{kind}_is_lower_bound", False))
             headlines.append(Headline(headline.column, headline.value, None, bound))
     return headlines
+
+
+def exact_copy_length(curve: dict) -> list[Headline]:
+    """`fc_exact_copy` of a reduced curve: the largest tested L whose exact-copy rate passes the
+    fine-grained bar (0 when none does), ">L" when the longest length with numbers still does."""
+    from lm_eval_longmem.tasks.forgetting_curve.metrics import FINE_THRESHOLD
+
+    points = [p for p in curve.get("points") or () if isinstance(p, dict) and _is_number(p.get("copy_exact"))]
+    if not points:
+        return []
+    passing = [p["length"] for p in points if p["copy_exact"] > FINE_THRESHOLD]
+    length = max(passing, default=0)
+    column = Column("fc_exact_copy", "forgetting_curve", (TASK_ORDER.index("forgetting_curve"), 1, 2))
+    return [Headline(column, length, None, bool(passing) and length == max(p["length"] for p in points))]
+
+
+def no_numbers_note(task: str, metrics: dict) -> str:
+    """Why a task gave no headline, where the file says more than "no numeric metric": the
+    forgetting-curve lengths that ran into a limit (e.g. `cut_by_model`) and gave no numbers."""
+    curve = metrics.get(f"curve,{PREFERRED_FILTER}") if isinstance(metrics, dict) else None
+    if task != "forgetting_curve" or not isinstance(curve, dict):
+        return ""
+    failed = [p for p in curve.get("lengths") or () if isinstance(p, dict) and p.get("status", "ok") != "ok"]
+    if not failed:
+        return ""
+    statuses = sorted({str(p.get("status")) for p in failed})
+    return f"no tested length gave numbers: {len(failed)} length(s) with status {', '.join(statuses)}"
 
 
 def passkey(metrics: dict) -> list[Headline]:

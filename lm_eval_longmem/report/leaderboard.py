@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lm_eval_longmem.errors import LongMemError, ResultsFileError
-from lm_eval_longmem.report.headlines import Column, Headline, headlines_of
+from lm_eval_longmem.report.headlines import Column, Headline, headlines_of, no_numbers_note
 from lm_eval_longmem.report.runs import RunInfo
 
 ID_COLUMNS = ("model", "method", "arguments")
@@ -63,8 +63,7 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     for run in sorted(runs, key=lambda r: r.date):  # oldest first: newer files overwrite tasks
         by_task = headlines_of(run.data["results"], run.data.get("higher_is_better"))
         if not by_task:
-            present = ", ".join(sorted(run.data["results"])) or "none"
-            skipped.append((run.source, f"no numeric results (tasks present: {present})"))
+            skipped.append((run.source, f"no numeric results (tasks present: {_tasks_present(run.data['results'])})"))
             continue
         key = run.source if keep_all else run.identity
         row = rows.setdefault(key, Row(run))
@@ -83,6 +82,13 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     return Leaderboard(sorted(columns.values(), key=lambda c: c.order), ordered, keep_all, skipped)
 
 
+def _tasks_present(results: dict) -> str:
+    """"forgetting_curve (no tested length gave numbers: ...), hellaswag": each task, and why
+    it gave nothing where the file says."""
+    notes = {task: no_numbers_note(task, metrics) for task, metrics in sorted(results.items())}
+    return ", ".join(f"{task} ({note})" if note else task for task, note in notes.items()) or "none"
+
+
 def sort_leaderboard(board: Leaderboard, column: str, ascending: bool | None = None) -> Leaderboard:
     """Rows by `column`, best first (highest accuracy, lowest perplexity); blanks always last."""
     names = board.column_names
@@ -93,8 +99,14 @@ def sort_leaderboard(board: Leaderboard, column: str, ascending: bool | None = N
         ascending = True if metric is None else not metric.higher_is_better
     present = [row for row in board.rows if row.value(column) is not None]
     blank = [row for row in board.rows if row.value(column) is None]
-    present.sort(key=lambda row: row.value(column), reverse=not ascending)  # stable: ties keep order
+    # ">24" (still met at the longest length) ranks above an exact 24; other ties keep their order.
+    present.sort(key=lambda row: (row.value(column), _is_lower_bound(row, column)), reverse=not ascending)
     return Leaderboard(board.columns, present + blank, board.show_date, board.skipped)
+
+
+def _is_lower_bound(row: Row, column: str) -> bool:
+    cell = row.cells.get(column)
+    return cell is not None and cell.lower_bound
 
 
 def format_date(timestamp: float) -> str:

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 
-from lm_eval_longmem.report.headlines import Headline
+from lm_eval_longmem.report.headlines import Headline, length_text
 from lm_eval_longmem.report.leaderboard import DATE_COLUMN, ID_COLUMNS, Leaderboard, format_date
 
 FORMATS = ("markdown", "csv", "json")
@@ -32,8 +32,7 @@ def readable(cell: Headline | None) -> str:
         return ""
     task = cell.column.task
     if task == "forgetting_curve":
-        text = f"{cell.value:.0f}"
-        return f">{text}" if cell.lower_bound else text
+        return length_text(cell.value, cell.lower_bound)
     if task == "longmem_perplexity":
         return f"{cell.value:.2f}" if cell.value < 1000 else f"{cell.value:.4g}"
     return f"{cell.value:.3f}"
