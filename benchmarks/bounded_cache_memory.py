@@ -194,6 +194,9 @@ def main():
     parser.add_argument("--decode-tokens", type=int, default=None, help="default: 2 chunks")
     parser.add_argument("--decode-reps", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["fc", "passkey", "decode"])
+    parser.add_argument("--methods", nargs="+", default=[*BOUNDED, "vanilla"], choices=[*BOUNDED, "vanilla"],
+                        help="a subset to re-measure one method (statedclm and streamingllm are always kept: "
+                             "the ratios and paired differences compare them)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
     parser.add_argument("--json", help="also write the numbers here")
     args = parser.parse_args()
@@ -210,7 +213,8 @@ def main():
     model, tokenizer = load()
     c = Contestants(model, tokenizer, args.budget, chunk, args.sink)
     stream = corpus_tokens(load_corpus("auto"), tokenizer)
-    names = [*BOUNDED, "vanilla"]
+    names = [n for n in [*BOUNDED, "vanilla"] if n in {*args.methods, "statedclm", "streamingllm"}]
+    pairs = [(a, b) for a, b in PAIRS if a in names and b in names]
     report = {"budget": args.budget, "chunk": chunk, "sink": args.sink, "threads": torch.get_num_threads()}
     print(f"SmolLM2-135M, budget {args.budget}, chunk {chunk}, sinks {args.sink}, {torch.get_num_threads()} threads")
 
@@ -224,7 +228,7 @@ def main():
             print(f"{L:>6} ({2 * L + 1:>5})  " + " ".join(f"{x:>22}" for x in cells) + f" {ratio:>19.2f}x")
         print("Paired over the same sequences (mean difference of copy accuracy, 95% interval):")
         for L in args.fc_lengths:
-            print(f"  L={L}: " + "; ".join(paired_difference(acc[(a, L)], acc[(b, L)], a, b) for a, b in PAIRS))
+            print(f"  L={L}: " + "; ".join(paired_difference(acc[(a, L)], acc[(b, L)], a, b) for a, b in pairs))
         report["forgetting_curve"] = {f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "per_sample": acc[(n, L)],
                                                    "seconds": secs[(n, L)]}
                                       for n in names for L in args.fc_lengths}
@@ -238,7 +242,7 @@ def main():
         print("Paired over the same prompts, all depths (difference of accuracy, 95% interval):")
         for L in args.passkey_lengths:
             pooled = {n: [h for d in args.passkey_depths for h in hits[(n, L, d)]] for n in names}
-            print(f"  {L} tokens: " + "; ".join(paired_difference(pooled[a], pooled[b], a, b) for a, b in PAIRS))
+            print(f"  {L} tokens: " + "; ".join(paired_difference(pooled[a], pooled[b], a, b) for a, b in pairs))
         report["passkey"] = {f"{n}@{L}@{d}": [bool(h) for h in hits[(n, L, d)]]
                              for n in names for L in args.passkey_lengths for d in args.passkey_depths}
         report["passkey_answers"] = {f"{k[0]}@{k[1]}@{k[2]}@{k[3]}": v for k, v in answers.items()}
