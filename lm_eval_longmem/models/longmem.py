@@ -20,6 +20,7 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
+from lm_eval_longmem import request_cache
 from lm_eval_longmem.data_parallel import adopt_launched_processes
 from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
@@ -90,11 +91,13 @@ class LongMemLM(HFLM):
         reuse_prefix: bool | str = True,
         **kwargs,
     ):
+        request_cache.install()  # before lm-eval can wrap us: --use_cache keeps our scores apart per fingerprint
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
         self.longmem_method, other = method_from_model_args(pretrained, method, kwargs, DEFAULT_METHOD)
         self._config_overrides = {
             k: other.pop(k) for k in list(other) if k not in _HFLM_PARAMETERS and k not in FROM_PRETRAINED_OPTIONS
         }
+        self.loading_args = dict(other)  # as given, for the --use_cache fingerprint (score_fingerprint.py)
         self.uses_default_model = pretrained is None
         if pretrained is None:
             pretrained = str(default_model_dir())

@@ -1,0 +1,110 @@
+"""`--use_cache` for `--model longmem`: one database per model, method and arguments.
+
+lm-eval's `CachingLM` keys a cached score by the request alone (`<use_cache>_rank<N>.db`), so a
+streamingllm run given the cache of a vanilla run would report vanilla's scores as its own. For a
+`longmem` model we move the database next to the one asked for, named after what computes the
+scores (score_fingerprint.py):
+
+    <use_cache>_rank0.db                                        --model hf and any other model
+    <use_cache>_longmem__<model>__<method>__<digest>_rank0.db    one per fingerprint
+    <use_cache>_longmem__<model>__<method>__<digest>.json        that fingerprint, to read
+
+So one `--use_cache` path serves every method, and rerunning a command resumes from its own
+entries only. lm-eval hands the path to `CachingLM` and never to the model, so we wrap
+`CachingLM.__init__`; any other model keeps lm-eval's path untouched. `LongMemLM` installs the
+wrapper when it is built, which is always before lm-eval wraps it, so the `lm_eval` command,
+`lm-eval-longmem` and the Python API (with or without `register()`) all get it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import re
+import sys
+
+# A child of lm-eval's logger: the message shows right after lm-eval's own "Using cache at"
+# line (which names the path we replace), in its format and at its --verbosity.
+logger = logging.getLogger("lm_eval.longmem.request_cache")
+
+_WRAPPED_MARKER = "__lm_eval_longmem_wrapped__"
+_RANK_TAIL = re.compile(r"(_rank\d+)?(\.db)?$")
+_LONGMEM_MODULE = "lm_eval_longmem.models.longmem"
+
+
+def is_longmem(lm) -> bool:
+    """Whether `lm` is our model (without importing it: if it was never imported, it is not)."""
+    module = sys.modules.get(_LONGMEM_MODULE)
+    return module is not None and isinstance(lm, module.LongMemLM)
+
+
+def bound_cache_path(cache_db: str, label: str, digest: str) -> tuple[str, str]:
+    """(database path, fingerprint file path) for the fingerprint `digest`, beside `cache_db`.
+
+    lm-eval's `_rank<N>.db` ending is kept last, so every rank still has its own file.
+    """
+    tail = _RANK_TAIL.search(cache_db)
+    stem, rank, extension = cache_db[: tail.start()], tail.group(1) or "", tail.group(2) or ""
+    base = f"{stem}_longmem__{label}__{digest}"
+    return f"{base}{rank}{extension or '.db'}", f"{base}.json"
+
+
+def own_cache_path(lm, cache_db: str) -> str:
+    """The database `lm`'s scores go to and come from: `cache_db` itself for any model but ours."""
+    if not is_longmem(lm):
+        return cache_db
+    from lm_eval_longmem.models.score_fingerprint import fingerprint_digest, score_fingerprint
+    from lm_eval_longmem.run_name import SEPARATOR, model_label
+
+    fingerprint = score_fingerprint(lm)
+    loading = getattr(lm, "loading_args", {})
+    pretrained = lm.pretrained if isinstance(lm.pretrained, (str, os.PathLike)) else type(lm.pretrained).__name__
+    model = model_label(
+        {"pretrained": None if lm.uses_default_model else str(pretrained), **{k: loading.get(k) for k in ("peft", "delta")}}
+    )
+    label = f"{model}{SEPARATOR}{lm.longmem_method.name}"
+    path, described_in = bound_cache_path(cache_db, label, fingerprint_digest(fingerprint))
+    _write_fingerprint(described_in, fingerprint)
+    shared = ""
+    if os.path.exists(cache_db):  # a cache filled by --model hf, or by us before we kept runs apart
+        shared = f" {cache_db} is not read: it does not record which model and method computed its scores."
+    logger.info(
+        "--use_cache with --model longmem: this model and method's requests go to %s (what computes "
+        "their scores: %s). Rerun the same command to resume from it; another model, method, method "
+        "argument, dtype or max_length gets a database of its own.%s",
+        path, described_in, shared,
+    )
+    return path
+
+
+def _write_fingerprint(path: str, fingerprint: dict) -> None:
+    """Write the fingerprint beside its database once (atomic: ranks may write it together)."""
+    if os.path.exists(path):
+        return
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(fingerprint, handle, indent=2, sort_keys=True, default=str)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def install() -> bool:
+    """Wrap lm-eval's `CachingLM.__init__` so a longmem model gets its own database. Idempotent."""
+    from lm_eval.api.model import CachingLM
+
+    original = CachingLM.__init__
+    if getattr(original, _WRAPPED_MARKER, False):
+        return False
+
+    @functools.wraps(original)
+    def __init__(self, lm, cache_db, *args, **kwargs):
+        original(self, lm, own_cache_path(lm, cache_db), *args, **kwargs)
+
+    setattr(__init__, _WRAPPED_MARKER, True)
+    CachingLM.__init__ = __init__
+    return True
+
