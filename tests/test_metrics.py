@@ -87,4 +87,6 @@ def test_curve_is_full_in_json_but_one_cell_in_lm_evals_table():
     table = make_table(
         {"results": {"forgetting_curve": {"curve,none": curve, "curve_stderr,none": "N/A"}}, "versions": {}}
     )
-    assert "5 points (accuracy)" in table and "copy_mean" not in table
+    assert "5 points (accuracy), fine 128, coarse 256;" in table and "copy_mean" not in table
+    # the table's plain memory-length numbers cannot say ">", the curve's cell does
+    assert "fine >128, coarse >128" in metrics.curve(records(TABLE[:3])).summary()

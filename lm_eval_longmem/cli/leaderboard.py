@@ -8,9 +8,10 @@ HELP = "tabulate lm-eval results (one row per model + method + arguments) as Mar
 
 EPILOG = """\
 Columns: model, method, arguments, then per task fc_fine/fc_coarse (forgetting-curve memory
-lengths, ">" = still met at the longest length), fc_exact_copy (--model hf and other non-longmem
-runs, whose forgetting curve is the reduced metric: the longest L copied exactly by >99% of
-samples, never above fc_fine), passkey@<L> and passkey_all,
+lengths; ">L" = still met at the longest length, only a lower bound: Markdown and CSV write
+">L", JSON the number with the column under lower_bounds), fc_exact_copy (--model hf and other
+non-longmem runs, whose forgetting curve is the reduced metric: the longest L copied exactly by
+>99% of samples, never above fc_fine), passkey@<L> and passkey_all,
 trec@<N>shots and trec_all, topicret_first/second/third/mean, ppl@<L> (perplexity).
 Each row takes each task from the newest results file of that run that has it (--all: one
 row per file). Unreadable or foreign files are skipped with a warning.

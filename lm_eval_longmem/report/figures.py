@@ -176,6 +176,28 @@ def legend_outside(ax: Axes, title: str | None = None) -> None:
                   title=title)
 
 
+# Lengths read best on a log axis when they span this factor or more (a linear axis would
+# squash the short ones, where fine-grained memory lives, into one corner) ...
+LOG_SPAN = 8
+# ... or when each is a roughly constant factor above the previous one, larger than this
+# (a geometric grid such as 8, 16, 32, 64: equally spaced only on a log axis).
+LOG_STEP = 1.5
+STEP_TOLERANCE = 1.25  # "roughly constant": the largest step at most this times the smallest
+LOG_AXIS_RULE = (f"log when the lengths are log-spaced: they span {LOG_SPAN}x or more, or each is a roughly "
+                 f"constant factor > {LOG_STEP} above the previous; else linear")
+
+
+def log_spaced(values: Sequence[float]) -> bool:
+    """Whether `values` (lengths, shot counts) are log-spaced, by `LOG_AXIS_RULE`."""
+    distinct = sorted({value for value in values if value > 0})
+    if len(distinct) < 2:
+        return False
+    if distinct[-1] >= LOG_SPAN * distinct[0]:
+        return True
+    steps = [high / low for low, high in zip(distinct, distinct[1:])]
+    return len(steps) >= 2 and min(steps) > LOG_STEP and max(steps) <= STEP_TOLERANCE * min(steps)
+
+
 def log2_axis(ax: Axes, axis: str = "x") -> None:
     """Base-2 log scale (lengths and shot counts grow geometrically) with plain-number ticks."""
     from matplotlib.ticker import FuncFormatter, NullFormatter

@@ -4,6 +4,11 @@ Copy accuracy (orange) and LM accuracy (blue) against the length L, with ±std b
 the three memory regions shaded: green where the model copies almost perfectly
 (fine-grained), blue where copying still beats plain language modelling (coarse-grained),
 red where the prefix no longer helps (amnesia).
+
+The two curves are often equal (both at 1 for very short L, both at the LM level in amnesia),
+so neither may hide the other: the copy line is solid with dots and drawn on top, the LM line
+dashed with larger hollow squares that stay visible around the dots. The length axis is
+logarithmic when the lengths are log-spaced (`figures.LOG_AXIS_RULE`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from lm_eval_longmem.report.figures import (
     legend_labels,
     legend_outside,
     log2_axis,
+    log_spaced,
     pyplot,
     run_colors,
     save_figure,
@@ -36,9 +42,9 @@ REGION_LEGEND = {
     "coarse-grained": "coarse-grained memory",
     "amnesia": "amnesia",
 }
-# Beyond this ratio between the longest and shortest length, a linear axis squashes the
-# short lengths (where fine-grained memory lives) into one corner.
-LOG_X_SPAN = 50
+# Copy on top, solid with dots; LM below, dashed with hollow squares that frame the dots.
+COPY_STYLE = dict(linestyle="-", marker="o", markersize=3.5, linewidth=1.4, zorder=3)
+LM_STYLE = dict(linestyle="--", marker="s", markersize=6.5, markerfacecolor="none", linewidth=1.1, zorder=2.5)
 # Training-length markers are drawn up to this multiple of the longest tested length.
 MARK_SPAN = 2
 
@@ -92,7 +98,7 @@ def plot_forgetting_curves(
     `overlay=True` draws all runs on one axes instead: each run's copy accuracy (solid, with
     its band) and LM accuracy (dashed) in the run's colour, memory lengths in the legend.
     `training_length` overrides each run's own; `log_x=None` picks a log axis when the
-    tested lengths span more than a factor of 50.
+    tested lengths are log-spaced (`figures.log_spaced`).
     """
     if not runs:
         raise ValueError("plot_forgetting_curves needs at least one run")
@@ -100,8 +106,7 @@ def plot_forgetting_curves(
     plt = pyplot()
 
     if log_x is None:
-        lengths = [point["length"] for run in runs for point in run.points]
-        log_x = max(lengths) > LOG_X_SPAN * min(lengths)
+        log_x = log_spaced([point["length"] for run in runs for point in run.points])
     if overlay:
         return _plot_overlay(runs, output, training_length, title, log_x)
 
@@ -137,15 +142,14 @@ def _plot_overlay(
     for run, label, color in zip(runs, labels, run_colors(len(runs))):
         lengths = [point["length"] for point in run.points]
         if run.mode == "reduced":
-            ax.plot(lengths, [p["copy_exact"] for p in run.points], "o-", color=color, markersize=3.5,
-                    label=f"{label}: copy exact (reduced metric)")
+            ax.plot(lengths, [p["copy_exact"] for p in run.points], color=color, **COPY_STYLE,
+                    label=f"{label}: copy exact ({memory_summary(run)})")
             continue
         copy = [point["copy_mean"] for point in run.points]
         spread = [point["copy_std"] for point in run.points]
-        ax.plot(lengths, copy, "o-", color=color, markersize=3.5, label=f"{label}: copy, {memory_summary(run)}")
+        ax.plot(lengths, copy, color=color, **COPY_STYLE, label=f"{label}: copy, {memory_summary(run)}")
         clipped_band(ax, lengths, [m - s for m, s in zip(copy, spread)], [m + s for m, s in zip(copy, spread)], color)
-        ax.plot(lengths, [point["lm_mean"] for point in run.points], "--", color=color, linewidth=1.0,
-                label=f"{label}: LM")
+        ax.plot(lengths, [point["lm_mean"] for point in run.points], color=color, **LM_STYLE, label=f"{label}: LM")
     if training_length is None and len({run.training_length for run in runs}) == 1:
         training_length = runs[0].training_length  # marked only when every run shares it
     longest = max(point["length"] for run in runs for point in run.points)
@@ -155,7 +159,7 @@ def _plot_overlay(
     if log_x:
         log2_axis(ax)
     ax.set_xlabel("length L (tokens of the copied text)")
-    ax.set_ylabel("token accuracy (copy solid, LM dashed; band ±std)")
+    ax.set_ylabel("token accuracy (copy solid ●, LM dashed □; band ±std)")
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     heading = title or (f"Forgetting curves of {shared}" if shared else "Forgetting curves")
@@ -174,12 +178,12 @@ def _draw_run(ax: Axes, run: CurveRun, training_length: int | None) -> None:
     if run.mode == "reduced":
         copy_exact = [point["copy_exact"] for point in run.points]
         lm_exact = [point["lm_exact"] for point in run.points]
-        ax.plot(lengths, copy_exact, "o-", color=COPY_COLOR, markersize=3.5, label="copy (exact)")
-        ax.plot(lengths, lm_exact, "o-", color=LM_COLOR, markersize=3.5, label="LM (exact)")
+        ax.plot(lengths, copy_exact, color=COPY_COLOR, **COPY_STYLE, label="copy (exact)")
+        ax.plot(lengths, lm_exact, color=LM_COLOR, **LM_STYLE, label="LM (exact)")
         ax.set_ylabel("exact-copy rate (reduced metric)")
     else:
-        _plot_with_band(ax, lengths, run.points, "copy", COPY_COLOR, "copy accuracy")
-        _plot_with_band(ax, lengths, run.points, "lm", LM_COLOR, "LM accuracy")
+        _plot_with_band(ax, lengths, run.points, "copy", COPY_COLOR, "copy accuracy", COPY_STYLE)
+        _plot_with_band(ax, lengths, run.points, "lm", LM_COLOR, "LM accuracy", LM_STYLE)
         ax.set_ylabel("token accuracy")
 
     if training_length is not None and not _mark_or_mention(ax, training_length, max(lengths)):
@@ -214,12 +218,12 @@ def _mark_or_mention(ax: Axes, training_length: int, longest: int) -> bool:
 
 
 def _plot_with_band(
-    ax: Axes, lengths: list[int], points: tuple[dict, ...], key: str, color: str, label: str
+    ax: Axes, lengths: list[int], points: tuple[dict, ...], key: str, color: str, label: str, style: dict
 ) -> None:
     """A mean curve with a translucent ±std band; `key` is "copy" or "lm"."""
     means = [point[f"{key}_mean"] for point in points]
     stds = [point[f"{key}_std"] for point in points]
     lower = [mean - std for mean, std in zip(means, stds)]
     upper = [mean + std for mean, std in zip(means, stds)]
-    ax.plot(lengths, means, "o-", color=color, markersize=3.5, label=label)
+    ax.plot(lengths, means, color=color, **style, label=label)
     clipped_band(ax, lengths, lower, upper, color)  # accuracies: the band stays inside [0, 1]

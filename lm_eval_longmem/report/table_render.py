@@ -1,8 +1,9 @@
 """Write a leaderboard as Markdown (to read or paste), CSV (to load) or JSON (to process).
 
-Markdown rounds for reading and marks lower bounds the paper's way (">4095": still met at
-the longest tested length); CSV and JSON keep full-precision numbers, JSON with stderr, the
-lower-bound flags and the source files of each row.
+Markdown rounds for reading; CSV and JSON keep full-precision numbers, JSON with stderr and the
+source files of each row. A lower bound stays one in every format: Markdown and CSV write it the
+paper's way (">4095": still met at the longest tested length, so a spreadsheet cannot mistake it
+for the exact length), JSON keeps the number and lists the column under `lower_bounds`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,17 @@ def to_csv(board: Leaderboard) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(board.column_names)
     for row in board.rows:
-        writer.writerow(["" if row.value(name) is None else row.value(name) for name in board.column_names])
+        writer.writerow([_csv_cell(row, name) for name in board.column_names])
     return buffer.getvalue()
+
+
+def _csv_cell(row, name: str):
+    """The full-precision value; a lower bound as ">L"; blank when the run has none."""
+    cell = row.cells.get(name)
+    if cell is not None and cell.lower_bound:
+        return length_text(cell.value, True)
+    value = row.value(name)
+    return "" if value is None else value
 
 
 def to_json(board: Leaderboard) -> str:

@@ -91,7 +91,16 @@ class Curve(SummarizedMetric):
     def summary(self) -> str:
         failed = self.get_field("failed_lengths") or []
         note = f", {len(failed)} length(s) without numbers" if failed else ""
-        return f"{len(self.field('points'))} points ({self.field('mode')}){note}; see the results JSON"
+        return f"{len(self.field('points'))} points ({self.field('mode')}){self._memory_lengths()}{note}; see the results JSON"
+
+    def _memory_lengths(self) -> str:
+        """", fine 40, coarse >40": the table's plain numbers do not say which are lower bounds."""
+        lengths = []
+        for kind in ("fine", "coarse"):
+            length = self.get_field(f"{kind}_memory_length")
+            if length is not None:
+                lengths.append(f"{kind} {'>' if self.get_field(f'{kind}_is_lower_bound') else ''}{length}")
+        return "".join(f", {text}" for text in lengths)
 
     def get_field(self, key, default=None):
         return dict.get(self, key, default)
