@@ -47,3 +47,16 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
     assert announce(small, lambda n: n / 100, "cpu", lines.append) == pytest.approx(5.15)
     assert lines[1].startswith("longmem: estimated 6 s on this machine (cpu") and "fc_lengths" in lines[1]
     assert human_duration(5400) == "1.5 h" and human_duration(600) == "10 min"
+
+
+def test_the_plan_and_the_estimate_through_the_real_cli(tiny_model_dir, corpus_file):
+    from test_cli_end_to_end import BIN, run, small_protocol
+
+    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
+                "--tasks", "forgetting_curve", *small_protocol(corpus_file)],
+               env_extra={"LM_EVAL_LONGMEM_ESTIMATE_ABOVE": "0"})
+    plan = [line for line in proc.stderr.splitlines() if line.startswith("longmem: ")]
+    assert len(plan) == 2, proc.stderr[-3000:]
+    assert "scoring requests for forgetting_curve; input lengths (tokens):" in plan[0]
+    assert plan[1].startswith("longmem: estimated ") and "on this machine (cpu, " in plan[1]
+    assert "--limit N" in plan[1] and "fc_lengths" in plan[1]

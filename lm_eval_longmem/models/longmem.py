@@ -26,6 +26,7 @@ from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.hub import loading_from_hub, offline_context
 from lm_eval_longmem.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
+from lm_eval_longmem.models import cost_plan
 from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.generation import GenerationRequest
@@ -156,10 +157,37 @@ class LongMemLM(HFLM):
             return list(context_ids), list(continuation_ids)
         return super()._encode_pair(context, continuation)
 
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        """lm-eval's entry for scoring: the whole planned run, so its plan is announced once."""
+        self._plan_tasks = tuple(sorted({r.task_name for r in requests if r.task_name}))
+        try:
+            return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
+        finally:
+            self._plan_tasks = None
+
+    def _announce_plan(self, kind: str, lengths: list[int]) -> None:
+        """The run's size (and, when big, its estimated time), once per lm-eval request batch."""
+        tasks = getattr(self, "_plan_tasks", None)
+        if tasks is None or self.rank != 0:
+            return
+        self._plan_tasks = None
+        device = f"cpu, {torch.get_num_threads()} threads" if self.device.type == "cpu" else str(self.device)
+        cost_plan.announce(cost_plan.CostPlan(kind, tuple(lengths), tasks), self._time_scoring, device)
+
+    def _time_scoring(self, length: int) -> float:
+        """Seconds to score one input of `length` tokens (random ids) through this method."""
+        import time
+
+        ids = torch.randint(0, self.config.vocab_size, (1, length), generator=torch.Generator().manual_seed(0))
+        started = time.perf_counter()
+        self.scorer.score(ids.to(self.device), [ScoredSpan(length - 1, (int(ids[0, -1]),))])
+        return time.perf_counter() - started
+
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
         probes = [_is_probe(request_str) for request_str, _, _ in requests]
         for (request_str, context_ids, continuation_ids), probe in zip(requests, probes):
             self._check_fits(len(context_ids) + len(continuation_ids) - 1, request_str, probe)
+        self._announce_plan("scoring", [len(c) + len(t) - 1 for _, c, t in requests])
         batch_size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 1)
         order = sorted(range(len(requests)), key=lambda i: -(len(requests[i][1]) + len(requests[i][2])))
         results = [None] * len(requests)
@@ -228,6 +256,8 @@ class LongMemLM(HFLM):
         plans = [self._generation_plan(request, eos_text) for request in requests]
         for request, plan in zip(requests, plans):
             self._check_fits_generation(request, plan)
+        self._plan_tasks = tuple(sorted({r.task_name for r in requests if getattr(r, "task_name", None)}))
+        self._announce_plan("generation", [len(g.prompt_ids) + g.max_new_tokens for g, _ in plans])
         generator = self._make_generator()
         order = sorted(range(len(plans)), key=lambda i: plans[i][0].prompt_ids)
         results: list[str | None] = [None] * len(plans)
