@@ -12,6 +12,7 @@ import torch
 from training_helpers import run_recipe
 
 from lm_eval_longmem.models.methods.recorded import read_recorded_method
+from lm_eval_longmem.run_name import run_folder_name
 
 BIN = Path(sys.executable).parent
 
@@ -85,6 +86,9 @@ def test_fox_and_matched_transformer_from_scratch(tiny_model_dir, corpus_file, t
     assert abs(sizes["tiny-fox"] - sizes["tiny-transformer"]) / sizes["tiny-fox"] < 0.02  # matched size
     results = lm_eval(f"pretrained={exports['tiny-fox']}", corpus_file, tmp_path / "eval")
     assert results["config"]["longmem_method"] == "fox"
+    assert results["config"]["longmem_method_args"]["architecture"] == "fox-pro"
+    transformer_folder = run_folder_name(f"pretrained={exports['tiny-transformer']}")  # also fox, named apart
+    assert transformer_folder.endswith("__fox__architecture-transformer-pro")
     assert "copy_acc@40,none" in results["results"]["forgetting_curve"]
 
 
