@@ -14,10 +14,16 @@ def lm(tiny_model_dir):
     return LongMemLM(pretrained=str(tiny_model_dir), method="vanilla", device="cuda:0")
 
 
-def test_falls_back_to_cpu_without_cuda(lm):
+def test_falls_back_to_cpu_without_cuda_and_says_so_when_cuda_was_asked_for(lm, caplog):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    assert resolve_device("cuda:0") == "cpu" and resolve_device("cuda") == "cpu"
+    with caplog.at_level("WARNING"):
+        assert resolve_device(None) == "cpu"
+    assert not caplog.records  # no --device: the CPU is simply what there is
+    with caplog.at_level("WARNING"):
+        assert resolve_device("cuda:0") == "cpu" and resolve_device("cuda") == "cpu"
+    assert [r.levelname for r in caplog.records] == ["WARNING", "WARNING"]
+    assert "--device cuda:0: this machine has no CUDA GPU" in caplog.records[0].getMessage()
     assert lm.device.type == "cpu"
 
 

@@ -75,10 +75,15 @@ def _parse_bool(name: str, value) -> bool:
         raise MalformedValueError(f"--model_args {name}={value!r} is malformed: expected true or false") from None
 
 
-def resolve_device(device: str | None) -> str | None:
-    """lm-eval defaults to `cuda:0`; on a machine without CUDA, use the CPU instead."""
-    if device and device.startswith("cuda") and not torch.cuda.is_available():
-        logger.info("CUDA is not available: running on the CPU instead of %s.", device)
+def resolve_device(device: str | None) -> str:
+    """No `--device`: CUDA where there is one, else the CPU, silently. An explicit CUDA device on
+    a machine without CUDA also runs on the CPU, but says so once, plainly: the user asked for a
+    GPU and is about to wait for a CPU."""
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        logger.warning("--device %s: this machine has no CUDA GPU that torch %s can use; running on the CPU instead "
+                       "(much slower).", device, torch.__version__)
         return "cpu"
     return device
 
@@ -88,7 +93,7 @@ class LongMemLM(HFLM):
         self,
         pretrained=None,
         method: str | None = None,
-        device: str | None = "cuda",
+        device: str | None = None,
         reuse_prefix: bool | str = True,
         **kwargs,
     ):
