@@ -79,3 +79,11 @@ def test_missing_model_or_tokenizer_path_is_one_message(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "No such file or directory" in err and "Traceback" not in err, err
     assert not (tmp_path / "run" / "export").exists()
+
+
+def test_the_end_of_a_run_is_said_in_words():
+    from lm_eval_longmem_training.cli import done_line
+
+    assert done_line({"steps": 1200, "tokens": 4915200, "tokens_per_second": 131.4, "export": "runs/x/export"}) == (
+        "done: 1,200 steps, 4,915,200 tokens in all, 131 tokens/s this run; export: runs/x/export")
+    assert done_line({"steps": 2, "tokens": 64, "tokens_per_second": 10.0}).endswith("; no export written")

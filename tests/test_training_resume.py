@@ -100,3 +100,26 @@ def test_a_killed_process_resumes_on_the_same_trajectory(tiny_model_dir, corpus_
     assert not (tmp_path / "killed" / "export").exists()
     subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
     assert [m["loss"] for m in read_metrics(tmp_path / "killed")] == [m["loss"] for m in read_metrics(tmp_path / "whole")]
+
+
+def test_a_tied_embeddings_model_resumes_exactly_without_the_shared_tensor_notice(corpus_file, tmp_path, caplog):
+    """SmolLM2 ties its input and output embeddings: safetensors keeps one copy at each
+    checkpoint (accelerate's 'Removed shared tensor' notice, silenced), and a resumed run still
+    follows the uninterrupted one."""
+    from conftest import build_tiny_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    untied = build_tiny_model(tmp_path / "untied")
+    config = AutoConfig.from_pretrained(untied)
+    config.tie_word_embeddings = True
+    tied = tmp_path / "tied"
+    AutoModelForCausalLM.from_pretrained(untied, config=config).save_pretrained(tied)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (untied / name).exists():
+            (tied / name).write_bytes((untied / name).read_bytes())
+    with caplog.at_level("WARNING"):
+        run_recipe("tiny-pi", tied, corpus_file, tmp_path / "whole", max_steps=4, save_every=2)
+        run_recipe("tiny-pi", tied, corpus_file, tmp_path / "parts", max_steps=4, save_every=2, stop_after_steps=2)
+        run_recipe("tiny-pi", tied, corpus_file, tmp_path / "parts", max_steps=4, save_every=2)
+    assert not [r for r in caplog.records if "shared tensor" in r.getMessage()]
+    assert [m["loss"] for m in read_metrics(tmp_path / "parts")] == [m["loss"] for m in read_metrics(tmp_path / "whole")]

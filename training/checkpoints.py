@@ -9,6 +9,7 @@ previous one intact. A recipe whose trajectory-deciding keys differ is refused, 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,19 @@ from lm_eval_longmem_training.recipe import Recipe
 
 CHECKPOINTS = "checkpoints"
 RUN_FILE = "run.json"
+
+
+class _SharedTensorNotice(logging.Filter):
+    """accelerate says "Removed shared tensor {...} while saving" at every checkpoint of a model
+    with tied input/output embeddings (SmolLM2): safetensors stores a shared tensor once. The tie
+    is one Parameter, so loading the kept name restores both and a resumed run stays on the same
+    trajectory (tests/test_training_resume.py, tied model). The line only broke the progress bar."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Removed shared tensor")
+
+
+logging.getLogger("accelerate.utils.other").addFilter(_SharedTensorNotice())
 
 
 @dataclass

@@ -49,5 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingError as err:
         print(f"lm-eval-longmem train: error: {err}", file=sys.stderr)
         return 2
-    print(f"done: {summary}")
+    print(done_line(summary))
     return 0
+
+
+def done_line(summary: dict) -> str:
+    """The run's end in words (was the summary dict as Python prints it)."""
+    line = (f"done: {summary['steps']:,} steps, {summary['tokens']:,} tokens in all, "
+            f"{summary['tokens_per_second']:,.0f} tokens/s this run")
+    return line + (f"; export: {summary['export']}" if "export" in summary else "; no export written")
