@@ -9,11 +9,17 @@ anything else (other tasks, other messages, real warnings) passes through untouc
   on the documents of its own bucket, so their counts differ. The warning is about
   size-weighted group aggregation, which the `longmem` group does not do (it has no
   `aggregate_metric_list`). Printed once per task of ours, every run, as a 10-line paragraph.
+* git's "fatal: not a git repository" on every run outside a git checkout: lm-eval records the
+  commit of the current directory with `git describe` and lets git's stderr through. The probe
+  runs as before, its stderr discarded; the recorded hash is unchanged.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 from lm_eval_longmem.errors import debugging
 
@@ -50,3 +56,23 @@ def install() -> None:
         logger = logging.getLogger(logger_name)
         if not any(isinstance(f, _DropKnownHarmless) for f in logger.filters):
             logger.addFilter(_DropKnownHarmless(prefix))
+
+
+def quiet_git_probe(module) -> None:
+    """Replace lm-eval's `get_git_commit_hash` in `module` (lm_eval.loggers.utils, and the
+    evaluator where it already holds the name) by the same probe with git's stderr discarded."""
+    original = getattr(module, "get_git_commit_hash", None)
+    if original is None or getattr(original, "__lm_eval_longmem__", False) or debugging():
+        return
+
+    def get_git_commit_hash():
+        try:
+            return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
+        except (subprocess.CalledProcessError, FileNotFoundError, OSError):
+            return module.get_commit_from_path(os.getcwd())  # lm-eval's own fallback, silent
+
+    get_git_commit_hash.__lm_eval_longmem__ = True
+    module.get_git_commit_hash = get_git_commit_hash
+    evaluator = sys.modules.get("lm_eval.evaluator")
+    if evaluator is not None and getattr(evaluator, "get_git_commit_hash", None) is original:
+        evaluator.get_git_commit_hash = get_git_commit_hash
