@@ -9,7 +9,8 @@ when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` lo
 folder added; lm-eval's own task YAMLs served from a parse cache, task_index_cache.py), and
 names `--model longmem` results folders after model and method once lm-eval's evaluation
 tracker loads (run_name.py), and puts the start-up checks (preflight.py: malformed options,
-uncached model or missing datasets offline) and the known-harmless-message filters (quiet.py)
+uncached model or missing datasets offline), one-line answers to a misspelled task or a
+malformed option string (cli_mistakes.py) and the known-harmless-message filters (quiet.py)
 in front of `lm_eval run`.
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
@@ -20,7 +21,10 @@ import sys
 
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
-_WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker", "lm_eval._cli.run")
+_WATCHED = (
+    "lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker", "lm_eval._cli.run",
+    "lm_eval.config.evaluate_config",
+)
 
 
 def is_lm_eval_cli(argv) -> bool:
@@ -96,15 +100,26 @@ def _on_tracker_loaded(module):
 
 def _on_cli_run_loaded(module):
     """Offline checks (uncached model, missing datasets) before lm-eval loads anything heavy,
-    and the known-harmless library messages of our tasks silenced (quiet.py)."""
-    from lm_eval_longmem import quiet
+    a malformed option string as one line (cli_mistakes.py), and the known-harmless library
+    messages of our tasks silenced (quiet.py)."""
+    from lm_eval_longmem import cli_mistakes, quiet
     from lm_eval_longmem.preflight import install
 
     install(module)
+    cli_mistakes.install_option_parsing()
     quiet.install()
 
 
-_CALLBACKS = dict(zip(_WATCHED, (_on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded, _on_cli_run_loaded)))
+def _on_evaluate_config_loaded(module):
+    """An unknown task name answered with the closest known ones (cli_mistakes.py)."""
+    from lm_eval_longmem.cli_mistakes import install_task_suggestions
+
+    install_task_suggestions(module)
+
+
+_CALLBACKS = dict(zip(_WATCHED, (
+    _on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded, _on_cli_run_loaded, _on_evaluate_config_loaded,
+)))
 
 
 def activate(argv=None) -> bool:

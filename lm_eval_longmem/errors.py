@@ -26,6 +26,22 @@ class ResultsFileError(LongMemError, ValueError):
     """A results file or folder given to a report command is missing, corrupt or not lm-eval's."""
 
 
+class UsageError(LongMemError, ValueError):
+    """The command line itself is wrong (a misspelled task or subcommand, a malformed option
+    string): answered as argparse answers its own mistakes, one line and exit status 2."""
+
+
+USAGE_EXIT_STATUS = 2  # argparse's
+
+
+def exit_for_usage_error(error: UsageError, program: str | None = None):
+    """Print `error` as argparse would and exit 2 (re-raised with LM_EVAL_LONGMEM_DEBUG=1)."""
+    if debugging():
+        raise error
+    sys.stderr.write(f"{program or program_name()}: error: {error}\n")
+    raise SystemExit(USAGE_EXIT_STATUS)
+
+
 def user_error_in(exc: BaseException | None) -> LongMemError | None:
     """The `LongMemError` behind `exc` (itself, or what it was raised from or during), if any."""
     seen = set()

@@ -37,9 +37,14 @@ def install(run_module=None) -> bool:
 
     @functools.wraps(function)
     def _execute(*args):
-        check(args[-1])  # a staticmethod today; the namespace is the last argument either way
-        fill_default_tokenizer(args[-1])
-        return function(*args)
+        from lm_eval_longmem.errors import UsageError, exit_for_usage_error
+
+        try:
+            check(args[-1])  # a staticmethod today; the namespace is the last argument either way
+            fill_default_tokenizer(args[-1])
+            return function(*args)
+        except UsageError as error:  # e.g. a misspelled task (cli_mistakes.py): one line, exit 2
+            exit_for_usage_error(error)
 
     setattr(_execute, _MARKER, True)
     run._execute = staticmethod(_execute) if isinstance(original, staticmethod) else _execute

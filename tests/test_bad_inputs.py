@@ -157,7 +157,7 @@ def test_start_up_check_reads_task_options_of_the_group_members():
 def test_start_up_check_refuses_an_unknown_method_or_a_bad_method_argument():
     from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
 
-    with pytest.raises(UnknownMethodError, match=r"Unknown method='yarnn'(.|\n)*yarn:"):
+    with pytest.raises(UnknownMethodError, match=r"Unknown method='yarnn'\. Did you mean method=yarn\?"):
         preflight.check(_args(model_args={"method": "yarnn"}))
     with pytest.raises(MethodArgumentError, match=r"factor='\[2' is not a valid float"):
         preflight.check(_args(model_args={"method": "yarn", "factor": "[2"}))

@@ -48,6 +48,27 @@ def top_level_help() -> str:
     return "\n".join(lines)
 
 
+def lm_eval_commands() -> list[str] | None:
+    """lm-eval's own subcommands (`run`, `ls`, `validate` in 0.4.13), read from its parser
+    (None if a later lm-eval keeps them elsewhere: then lm-eval answers as it does)."""
+    from lm_eval._cli import HarnessCLI
+
+    choices = getattr(getattr(HarnessCLI(), "_subparsers", None), "choices", None)
+    return list(choices) if choices else None
+
+
+def unknown_subcommand_message(name: str, theirs: list[str]) -> str:
+    """lm-eval would answer "invalid choice (choose from 'run', 'ls', 'validate')", hiding ours."""
+    from lm_eval_longmem.suggestions import did_you_mean
+
+    ours = list(SUBCOMMANDS)
+    return (
+        f"unknown subcommand '{name}'.{did_you_mean(name, ours + theirs)} Subcommands: {', '.join(ours)}; "
+        f"lm_eval's own: {', '.join(theirs)} (arguments starting with - go to `lm_eval run`). "
+        "`lm-eval-longmem --help` says what each does."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from lm_eval_longmem.errors import install_concise_excepthook
 
@@ -64,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     watch_lm_eval()  # what the start-up hook does for `lm_eval`: model, tasks, folders, checks
     from lm_eval.__main__ import cli_evaluate
 
+    theirs = None if argv[0].startswith("-") else lm_eval_commands()
+    if theirs and argv[0] not in theirs:
+        from lm_eval_longmem.errors import UsageError, exit_for_usage_error
+
+        exit_for_usage_error(UsageError(unknown_subcommand_message(argv[0], theirs)), "lm-eval-longmem")
     sys.argv = ["lm-eval", *argv]
     cli_evaluate()
     return 0

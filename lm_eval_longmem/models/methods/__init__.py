@@ -42,9 +42,15 @@ def method_listing(only: str | None = None) -> str:
 
 
 def get_method(name: str) -> type[LongMemMethod]:
+    """The method called exactly `name` (names are lower case: `YARN` is refused, `yarn` suggested)."""
     methods = available_methods()
     if name not in methods:
-        raise UnknownMethodError(f"Unknown method={name!r}. Valid methods:\n{method_listing()}")
+        from lm_eval_longmem.suggestions import did_you_mean
+
+        raise UnknownMethodError(
+            f"Unknown method={name!r}.{did_you_mean(name, methods, form='method={}')} Valid methods: "
+            f"{', '.join(methods)} (`lm-eval-longmem methods` lists each with its arguments)."
+        )
     return methods[name]
 
 
