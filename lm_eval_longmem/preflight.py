@@ -82,10 +82,10 @@ def check(args) -> None:
         check_model_source(model_args.get("pretrained"))
     tasks = _task_names(getattr(args, "tasks", None))
     if tasks:
-        from lm_eval_longmem.data.requirements import expand_groups, missing_for, needed
+        from lm_eval_longmem.data.requirements import missing_for, needed
 
         options = {**model_args, **arguments_dict(getattr(args, "metadata", None))}
-        check_task_options(expand_groups(tasks), options)
+        check_task_options(tasks, options)
         if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
             missing_for(tasks, options)
     if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (~4 s)
@@ -103,20 +103,27 @@ OPTION_CLASSES = {
 
 
 def check_task_options(tasks: list[str], options: dict) -> None:
-    """Unknown or malformed `--metadata` options of the requested tasks fail before the model loads."""
+    """Unknown, malformed or out-of-range `--metadata` options of the requested tasks (a bad
+    choice or corpus name too) fail before the model loads, as the task would fail after it.
+
+    Each task is checked with the options it will be built with: for a member of our group, the
+    group's `metadata:` for it overridden by the command line's (lm-eval merges them so); our
+    tasks' own YAMLs set no options."""
     import importlib
 
-    from lm_eval_longmem.tasks.task_options import read_task_options
+    from lm_eval_longmem.data.requirements import group_entries
+    from lm_eval_longmem.tasks.task_options import parse_task_options
 
-    for task in tasks:
-        if task not in OPTION_CLASSES:
-            continue
-        module_name, class_name = OPTION_CLASSES[task]
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:  # a task folder that is not there: lm-eval reports the task itself
-            continue
-        read_task_options(getattr(module, class_name), options, module.OPTION_PREFIX)
+    for requested in tasks:
+        for task, group_metadata in group_entries(requested) or [(requested, {})]:
+            if task not in OPTION_CLASSES:
+                continue
+            module_name, class_name = OPTION_CLASSES[task]
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:  # a task folder that is not there: lm-eval reports the task itself
+                continue
+            parse_task_options(getattr(module, class_name), {**group_metadata, **options}, module.OPTION_PREFIX)
 
 
 def check_method_arguments(model_args: dict) -> None:

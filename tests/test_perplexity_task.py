@@ -160,7 +160,7 @@ def test_options_are_checked(tiny_model_dir, corpus_file):
         (64, False, False), (200, True, True)]
     with pytest.raises(PerplexityConfigError, match="not both"):
         make_task(tiny_model_dir, corpus_file, lengths=[16], max_length=64)
-    with pytest.raises(PerplexityConfigError, match="positive"):
+    with pytest.raises(PerplexityConfigError, match="ppl_bins=0 is out of range"):
         make_task(tiny_model_dir, corpus_file, bins=0)
     task = make_task(tiny_model_dir, corpus_file, extra_metadata={"max_length": 512}, lengths=[300], windows=1)
     assert task.config.metadata["protocol"]["length_plan"][0]["beyond_training_length"]

@@ -50,11 +50,20 @@ def load_corpus(name: str = "auto", option: str = "fc_corpus") -> Corpus:
         except CorpusUnavailableError as err:
             logger.warning("%s Falling back to the offline Shakespeare corpus.", err)
             return load_shakespeare()
-    path = Path(os.path.expanduser(name))
-    if path.exists():
-        return load_local(path)
-    raise CorpusUnavailableError(
-        f"Unknown corpus {name!r}: use one of {', '.join(CORPUS_NAMES)} or a path to a text file or folder."
+    check_corpus_name(name, option)
+    return load_local(Path(os.path.expanduser(name)))
+
+
+def check_corpus_name(name: str, option: str = "fc_corpus", error: type[Exception] = CorpusUnavailableError) -> None:
+    """`name` is a corpus name or an existing path; else `error` with the names and the closest
+    one (tasks check this before any model loads, with their own option error)."""
+    if name in CORPUS_NAMES or Path(os.path.expanduser(name)).exists():
+        return
+    from lm_eval_longmem.suggestions import did_you_mean
+
+    raise error(
+        f"Unknown corpus {name!r} (--metadata {option}).{did_you_mean(name, CORPUS_NAMES)} Use one of "
+        f"{', '.join(CORPUS_NAMES)} or a path to a text file or folder."
     )
 
 

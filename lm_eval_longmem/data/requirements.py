@@ -74,12 +74,20 @@ DATASETS = {
 
 def group_members(name: str = GROUP_NAME) -> list[str]:
     """The task names of our group, read from its YAML (so the list cannot drift from it)."""
+    return [task for task, _ in group_entries(name)]
+
+
+def group_entries(name: str = GROUP_NAME) -> list[tuple[str, dict[str, Any]]]:
+    """(task, the `metadata:` the group gives it) for each member of our group; [] for any other name."""
     import yaml
 
     if name != GROUP_NAME:
         return []
     config = yaml.safe_load(GROUP_FILE.read_text("utf-8"))
-    return [entry["task"] if isinstance(entry, dict) else entry for entry in config.get("task", [])]
+    return [
+        (entry["task"], dict(entry.get("metadata") or {})) if isinstance(entry, dict) else (entry, {})
+        for entry in config.get("task", [])
+    ]
 
 
 def expand_groups(tasks: Iterable[str]) -> list[str]:

@@ -6,13 +6,17 @@ list of valid ones, and converts values to the types its frozen options dataclas
 lm-eval parses `key=[1,10]` with `ast.literal_eval`; strings such as "1 10" or "[1, 10]" and
 JSON lists are accepted too, but a malformed value (`[1024,`, `10x`, `maybe` for a boolean) is
 refused with the option, the value and the form expected, never repaired. Integer lists (lengths, depths, shot counts) come back sorted and
-without repeats, since every task treats them as a set of buckets.
+without repeats, since every task treats them as a set of buckets. Each options class's
+`validate()` checks ranges and choices with `check_range` / `check_choice`, so every such
+message names the option, the value given and what is allowed; the start-up check
+(preflight.py) runs it before any model loads.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from lm_eval_longmem.errors import LongMemError
@@ -38,11 +42,7 @@ def parse_task_options(
 def read_task_options(
     cls: type, metadata: dict[str, Any] | None, prefix: str, error: type[Exception] = TaskOptionError
 ) -> dict[str, Any]:
-    """The `prefix`-ed keys of `metadata` converted to `cls`'s field types (unknown keys refused).
-
-    No `validate()`: the start-up check (preflight.py) reads the command line's values alone,
-    before lm-eval merges in a group's per-task metadata.
-    """
+    """The `prefix`-ed keys of `metadata` converted to `cls`'s field types (unknown keys refused)."""
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     given = {k[len(prefix) :]: v for k, v in (metadata or {}).items() if k.startswith(prefix)}
@@ -67,3 +67,32 @@ def convert(value: Any, annotation: Any) -> Any:
     if isinstance(converted, tuple) and all(isinstance(v, int) for v in converted):
         return tuple(sorted(set(converted)))
     return converted
+
+
+def check_range(option: str, value: Any, minimum: int, maximum: int | None = None,
+                error: type[Exception] = TaskOptionError) -> None:
+    """An integer option, or every item of a non-empty integer-list option, lies in [minimum, maximum]."""
+    if value is None:
+        return
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    if items and min(items) >= minimum and (maximum is None or max(items) <= maximum):
+        return
+    bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+    wanted = f"a non-empty list of integers, each {bound}" if isinstance(value, (tuple, list)) else f"an integer {bound}"
+    raise error(f"--metadata {option}={_compact(value)} is out of range: expected {wanted}.")
+
+
+def check_choice(option: str, value: str, choices: Sequence[str], error: type[Exception] = TaskOptionError) -> None:
+    """`value` is one of `choices`; else the choices and the closest one."""
+    if value in choices:
+        return
+    from lm_eval_longmem.suggestions import did_you_mean
+
+    raise error(f"--metadata {option}={value} is not one of {', '.join(choices)}.{did_you_mean(value, choices)}")
+
+
+def _compact(value: Any) -> str:
+    """A value as it is typed on the command line: (0, 150) -> [0,150]."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return show_value(value)

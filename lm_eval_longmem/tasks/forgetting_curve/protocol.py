@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from lm_eval_longmem.data.corpora import check_corpus_name
 from lm_eval_longmem.tasks.forgetting_curve.sequences import input_tokens
-from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
 
 OPTION_PREFIX = "fc_"
+GRANULARITIES = ("linear", "log")
 
 
 class ForgettingCurveConfigError(TaskOptionError):
@@ -43,12 +45,13 @@ class Options:
         return parse_task_options(cls, metadata, OPTION_PREFIX, ForgettingCurveConfigError)
 
     def validate(self) -> None:
-        if self.granularity not in ("linear", "log"):
-            raise ForgettingCurveConfigError("fc_granularity must be 'linear' or 'log'")
-        if self.points < 1 or self.samples < 1 or self.min_length < 1:
-            raise ForgettingCurveConfigError("fc_points, fc_samples and fc_min_length must be positive")
-        if self.lengths is not None and (not self.lengths or min(self.lengths) < 1):
-            raise ForgettingCurveConfigError("fc_lengths must be a non-empty list of positive integers")
+        """Ranges and choices, before any model loads (the start-up check runs it too)."""
+        error = ForgettingCurveConfigError
+        check_choice(f"{OPTION_PREFIX}granularity", self.granularity, GRANULARITIES, error)
+        for name in ("points", "samples", "min_length", "max_length", "lengths"):
+            check_range(OPTION_PREFIX + name, getattr(self, name), 1, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
+        check_corpus_name(self.corpus, f"{OPTION_PREFIX}corpus", error)
 
 
 def length_grid(min_length: int, max_length: int, points: int, granularity: str) -> list[int]:

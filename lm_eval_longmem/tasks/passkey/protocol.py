@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
 from lm_eval_longmem.tasks.passkey.prompt import assemble, filler_characters, filler_sentences, split_at_depth
 
 OPTION_PREFIX = "pk_"
@@ -42,14 +42,13 @@ class Options:
         return parse_task_options(cls, metadata, OPTION_PREFIX, PasskeyConfigError)
 
     def validate(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise PasskeyConfigError(f"pk_protocol must be one of {list(PROTOCOLS)}, got {self.protocol!r}")
-        if not self.lengths or min(self.lengths) < 1:
-            raise PasskeyConfigError("pk_lengths must be a non-empty list of positive integers")
-        if not self.depths or min(self.depths) < 0 or max(self.depths) > 100:
-            raise PasskeyConfigError("pk_depths must be a non-empty list of percentages between 0 and 100")
-        if self.samples < 1:
-            raise PasskeyConfigError("pk_samples must be positive")
+        """Ranges and choices, before any model loads (the start-up check runs it too)."""
+        error = PasskeyConfigError
+        check_choice(f"{OPTION_PREFIX}protocol", self.protocol, PROTOCOLS, error)
+        check_range(f"{OPTION_PREFIX}lengths", self.lengths, 1, error=error)
+        check_range(f"{OPTION_PREFIX}depths", self.depths, 0, 100, error=error)  # % of the filler before the key
+        check_range(f"{OPTION_PREFIX}samples", self.samples, 1, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
 
     @property
     def unit(self) -> str:

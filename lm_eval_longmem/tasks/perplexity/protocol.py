@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
+from lm_eval_longmem.data.corpora import check_corpus_name
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_range, parse_task_options
 
 OPTION_PREFIX = "ppl_"
 MIN_LENGTH = 2  # one token read, one predicted
@@ -42,14 +43,20 @@ class Options:
         return parse_task_options(cls, metadata, OPTION_PREFIX, PerplexityConfigError)
 
     def validate(self) -> None:
-        if self.points < 1 or self.windows < 1 or self.bins < 1:
-            raise PerplexityConfigError("ppl_points, ppl_windows and ppl_bins must be positive")
-        if self.lengths is not None and (not self.lengths or min(self.lengths) < MIN_LENGTH):
-            raise PerplexityConfigError(f"ppl_lengths must be a non-empty list of integers >= {MIN_LENGTH}")
-        if self.max_length is not None and self.max_length < MIN_LENGTH:
-            raise PerplexityConfigError(f"ppl_max_length must be >= {MIN_LENGTH}")
+        """Ranges, the corpus and one way of choosing lengths, before any model loads (the
+        start-up check runs it too)."""
+        error = PerplexityConfigError
+        for name in ("points", "windows", "bins"):
+            check_range(OPTION_PREFIX + name, getattr(self, name), 1, error=error)
+        check_range(f"{OPTION_PREFIX}lengths", self.lengths, MIN_LENGTH, error=error)
+        check_range(f"{OPTION_PREFIX}max_length", self.max_length, MIN_LENGTH, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
+        check_corpus_name(self.corpus, f"{OPTION_PREFIX}corpus", error)
         if self.lengths is not None and self.max_length is not None:
-            raise PerplexityConfigError("give ppl_lengths or ppl_max_length (with ppl_points), not both")
+            raise PerplexityConfigError(
+                "give ppl_lengths or ppl_max_length (with ppl_points), not both (ppl_max_length=none clears the one "
+                "the longmem group sets)"
+            )
 
 
 def halving_grid(top: int, points: int) -> list[int]:

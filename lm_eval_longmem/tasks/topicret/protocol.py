@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from lm_eval_longmem.data.leval_topicret import TopicDocument
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
-from lm_eval_longmem.tasks.task_options import TaskOptionError
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice
 from lm_eval_longmem.tasks.topicret.leval_format import longchat_prompt, leval_truncate
 
 logger = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ class TopicRetOptions:
     data: str | None = None  # local copy of topic_retrieval_longchat (parquet/jsonl file or directory)
 
     def validate(self) -> None:
-        if self.overlong not in POLICIES:
-            raise TaskOptionError(f"topicret_overlong must be one of {', '.join(POLICIES)}, got {self.overlong!r}")
+        """Choices, before any model loads (the start-up check runs it too)."""
+        check_choice(f"{OPTION_PREFIX}overlong", self.overlong, POLICIES)
 
 
 @dataclass(frozen=True)

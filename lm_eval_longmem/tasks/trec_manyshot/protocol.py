@@ -22,7 +22,7 @@ import numpy as np
 
 from lm_eval_longmem.data.trec import LONGBENCH_ALL_CLASSES, MANYSHOT_COUNTS, load_manyshot_rows, load_trec
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
-from lm_eval_longmem.tasks.task_options import TaskOptionError
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range
 from lm_eval_longmem.tasks.trec_manyshot import longbench_format
 
 logger = logging.getLogger(__name__)
@@ -42,12 +42,11 @@ class TrecOptions:
     data_dir: str | None = None  # local copies of the source (offline machines)
 
     def validate(self) -> None:
-        if self.source not in SOURCES:
-            raise TaskOptionError(f"trec_source must be one of {', '.join(SOURCES)}, got {self.source!r}")
-        if self.shots is not None and (not self.shots or min(self.shots) < 1):
-            raise TaskOptionError("trec_shots must be a non-empty list of positive integers")
-        if self.questions < 1:
-            raise TaskOptionError("trec_questions must be positive")
+        """Ranges and choices, before any model loads (the start-up check runs it too)."""
+        check_choice(f"{OPTION_PREFIX}source", self.source, SOURCES)
+        check_range(f"{OPTION_PREFIX}shots", self.shots, 1)
+        check_range(f"{OPTION_PREFIX}questions", self.questions, 1)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0)
         if self.source == "manyshots" and self.shots is not None:
             missing = sorted(set(self.shots) - set(MANYSHOT_COUNTS))
             if missing:
