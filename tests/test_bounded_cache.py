@@ -279,3 +279,31 @@ def test_budget_arguments_are_validated():
         build_method("longcache", {"max_context_length": 288, "chunk_size": 8, "top_k_prime": 9})
     with pytest.raises(MethodArgumentError, match="sigma"):
         build_method("statedclm", {"sigma": 0})
+
+
+@pytest.mark.parametrize("name", ["streamingllm", "statedclm", "longcache"])
+@pytest.mark.parametrize("budget", [40, 256, 500])
+def test_a_budget_that_cannot_work_names_arguments_that_do(name, budget):
+    """max_context_length must exceed sink_length + chunk_size; the message's chunk_size (the largest
+    power of two that fits) and max_context_length each make the method build."""
+    import re
+
+    with pytest.raises(MethodArgumentError) as caught:
+        build_method(name, {"max_context_length": budget})  # chunk_size 512, sink_length 32
+    message = str(caught.value)
+    assert "must exceed sink_length + chunk_size (32 + 512)" in message
+    fix = dict(re.findall(r"(chunk_size|max_context_length)=(\d+)", message))
+    assert int(fix["max_context_length"]) == 32 + 512 + 1
+    build_method(name, {"max_context_length": int(fix["max_context_length"])})
+    chunk = {40: 4, 256: 128, 500: 256}[budget]
+    assert f"Fix: chunk_size={chunk} (the largest power of two that fits; any chunk_size up to {budget - 33} does)" in message
+    build_method(name, {"max_context_length": budget, "chunk_size": chunk})
+
+
+def test_no_chunk_size_fits_beside_the_sinks():
+    with pytest.raises(MethodArgumentError, match=r"Fix: max_context_length=545 or more \(no chunk_size fits beside sink_length=32\)"):
+        build_method("streamingllm", {"max_context_length": 32})
+    with pytest.raises(MethodArgumentError, match=r"Fix: top_k_prime=7 or fewer, or max_context_length=321 or more"):
+        build_method("longcache", {"max_context_length": 288, "chunk_size": 8, "top_k_prime": 9})
+    build_method("longcache", {"max_context_length": 288, "chunk_size": 8, "top_k_prime": 7})
+    build_method("longcache", {"max_context_length": 321, "chunk_size": 8, "top_k_prime": 9})

@@ -38,11 +38,23 @@ class BudgetArgs:
             raise ValueError(
                 f"max_context_length ({self.max_context_length}) must exceed sink_length + chunk_size "
                 f"({self.sink_length} + {self.chunk_size}): each step removes chunk_size entries from the "
-                "part of the cache after the sinks."
+                f"part of the cache after the sinks. {budget_fix(self.max_context_length, self.sink_length, self.chunk_size)}"
             )
 
     def budget_fields(self) -> dict:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(BudgetArgs)}
+
+
+def budget_fix(max_context_length: int, sink_length: int, chunk_size: int) -> str:
+    """The arguments that would make a budget work: the largest power-of-two chunk_size that fits
+    under max_context_length (a round size, as the paper's 512 of 4096), or the budget the chunk needs."""
+    needed = sink_length + chunk_size + 1
+    room = max_context_length - sink_length - 1  # the largest chunk_size that fits
+    if room < 1:
+        return f"Fix: max_context_length={needed} or more (no chunk_size fits beside sink_length={sink_length})."
+    fitting = 1 << (room.bit_length() - 1)
+    return (f"Fix: chunk_size={fitting} (the largest power of two that fits; any chunk_size up to {room} "
+            f"does), or max_context_length={needed} or more.")
 
 
 @dataclass

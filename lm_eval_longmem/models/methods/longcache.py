@@ -46,9 +46,11 @@ class LongCacheArgs(BudgetArgs):
             half = self.max_context_length // 2 - self.sink_length
             object.__setattr__(self, "top_k_prime", max(0, half // self.span_size))
         if self.local_window < 1:
+            most = max(0, (self.max_context_length - self.sink_length - 1) // self.span_size)
             raise ValueError(
                 f"max_context_length ({self.max_context_length}) must exceed sink_length + top_k_prime * span_size "
-                f"({self.sink_length} + {self.top_k_prime} * {self.span_size}) to leave a local window"
+                f"({self.sink_length} + {self.top_k_prime} * {self.span_size}) to leave a local window. Fix: "
+                f"top_k_prime={most} or fewer, or max_context_length={self.sink_length + self.recalled_tokens + 1} or more."
             )
 
     @property
