@@ -216,4 +216,5 @@ except ex.SweepInterrupted as stop:
     assert proc.returncode == 130, rest
     assert time.monotonic() - started < 30  # the sleeping child was killed, not waited for
     assert "[1/2]" in rest and "interrupted; rerun the same command to resume" in rest
-    assert "0 done, 0 skipped (already done), 1 failed, 1 not started of 2 runs" in rest
+    assert "0 done, 0 skipped (already done), 0 failed, 1 interrupted, 1 not started of 2 runs" in rest
+    assert "FAILED" not in rest  # an interrupted run is not a failed one

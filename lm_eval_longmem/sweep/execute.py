@@ -22,12 +22,14 @@ from lm_eval_longmem.sweep.config import SweepConfig
 from lm_eval_longmem.sweep.plan import Run, display_command, finished_results, lm_eval_command
 
 LOG_DIR = ".sweep_logs"
+# "interrupted": stopped by Ctrl-C or SIGTERM, not a failure of the run (rerunning resumes it).
+STATUSES = ("done", "skipped", "failed", "interrupted")
 
 
 @dataclasses.dataclass
 class Outcome:
     run: Run
-    status: str  # "done", "skipped", "failed"
+    status: str  # one of STATUSES
     seconds: float = 0.0
     message: str = ""
     results_file: Path | None = None
@@ -84,7 +86,7 @@ def _execute(runs, config, force, verbose, say) -> list[Outcome]:
             outcome = run_one(run, config, verbose=verbose)
         except KeyboardInterrupt:
             say(f"{head}: interrupted; rerun the same command to resume")
-            outcomes.append(Outcome(run, "failed", message="interrupted"))
+            outcomes.append(Outcome(run, "interrupted", message="interrupted"))
             raise SweepInterrupted(outcomes) from None
         outcomes.append(outcome)
         if outcome.status == "done":
@@ -154,9 +156,10 @@ def failure_reason(output: str, code: int) -> str:
 
 
 def summary(outcomes: list[Outcome], planned: int) -> str:
-    counts = {status: sum(o.status == status for o in outcomes) for status in ("done", "skipped", "failed")}
+    counts = {status: sum(o.status == status for o in outcomes) for status in STATUSES}
     lines = [
         f"sweep: {counts['done']} done, {counts['skipped']} skipped (already done), {counts['failed']} failed"
+        + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
         + (f", {planned - len(outcomes)} not started" if len(outcomes) < planned else "")
         + f" of {planned} runs"
     ]
