@@ -87,6 +87,8 @@ class LengthPlan:
 
     @property
     def status(self) -> str:
+        """Known before the run (`length_plan` in the results config): `planned` or `model_limit`.
+        What happened is the `curve` metric's `lengths` status (`ok`, `out_of_memory`, ...)."""
         return "planned" if self.runs else "model_limit"
 
 
