@@ -66,6 +66,21 @@ def test_help_lists_recipes_and_keys(capsys):
     assert "tiny-yarn" in out and "longlora" in out and "grad_accum_steps" in out and "accelerate launch" in out
 
 
+def test_help_shows_each_recipes_whole_first_sentence_wrapped(capsys):
+    from lm_eval_longmem_training.cli import summary_of
+    from lm_eval_longmem_training.recipe_loading import shipped_recipes
+
+    for name, path in shipped_recipes().items():
+        assert summary_of(path).endswith("."), name  # a whole sentence, never cut at a comment line's end
+    with pytest.raises(SystemExit):
+        train_main(["--help"])
+    out = capsys.readouterr().out
+    recipes = out.split("Recipes:\n", 1)[1].split("\n\nKeys:", 1)[0]
+    assert all(len(line) <= 100 for line in recipes.splitlines())
+    assert "clipping 1.0, bf16.\n" in out and "The paper trains" not in out  # fox: its first sentence, and only it
+    assert "infini.yaml.\n" in out  # infini-passkey's sentence spans three comment lines
+
+
 def test_a_recipe_file_by_path(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(json.dumps({"approach": "rope_extension", "method": "pi", "seq_len": 64}))

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import sys
+import textwrap
 
 from lm_eval_longmem_training.errors import TrainingError
 
@@ -14,7 +17,7 @@ USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
 def help_text() -> str:
     from lm_eval_longmem_training.recipe_loading import describe_keys, shipped_recipes
 
-    recipes = "\n".join(f"  {name:<20} {summary_of(path)}" for name, path in shipped_recipes().items())
+    recipes = "\n".join(recipe_line(name, summary_of(path)) for name, path in shipped_recipes().items())
     return (
         f"RECIPE is a shipped recipe's name or a YAML path; key=value overrides any key\n"
         f"(method_args.factor=8 sets one method argument).\n\nRecipes:\n{recipes}\n\nKeys:\n{describe_keys()}\n\n"
@@ -23,12 +26,29 @@ def help_text() -> str:
     )
 
 
+NAME_WIDTH = 20
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
 def summary_of(path) -> str:
-    """A recipe's first comment line (what it is)."""
+    """The first sentence of a recipe's opening comment, whole (it often spans two comment lines)."""
+    paragraph = []
     for line in path.read_text("utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-    return ""
+        text = line.lstrip("#").strip()
+        if not line.startswith("#") or not text:  # the paragraph ends at code or an empty comment line
+            if paragraph:
+                break
+            continue
+        paragraph.append(text)
+    return _SENTENCE_END.split(" ".join(paragraph), maxsplit=1)[0]
+
+
+def recipe_line(name: str, summary: str) -> str:
+    """`  name   summary`, the summary wrapped under itself to the terminal's width (at most 100)."""
+    width = max(60, min(100, shutil.get_terminal_size((100, 24)).columns - 2))
+    indent = " " * (NAME_WIDTH + 3)
+    return textwrap.fill(summary, width, initial_indent=f"  {name:<{NAME_WIDTH}} ", subsequent_indent=indent,
+                         break_on_hyphens=False)
 
 
 def main(argv: list[str] | None = None) -> int:
