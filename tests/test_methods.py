@@ -60,6 +60,15 @@ def test_bad_values_name_the_argument_and_type(toy_method, raw):
         build_method("toy_for_tests", raw)
 
 
+def test_types_read_as_written_in_the_listing_and_in_errors(toy_method):
+    from lm_eval_longmem.models.methods import method_listing
+
+    listing = method_listing("toy_for_tests")
+    assert "cap: int | None = None" in listing and "mode: 'a' | 'b' = 'a'" in listing and "NoneType" not in listing
+    with pytest.raises(MethodArgumentError, match=r"argument cap='x' is not a valid int \| None "):
+        build_method("toy_for_tests", {"cap": "x"})
+
+
 def test_split_separates_method_args_from_model_args(toy_method):
     own, rest = split_method_args(toy_method, {"factor": 2, "pretrained": "m", "dtype": "float32"})
     assert own == {"factor": 2} and rest == {"pretrained": "m", "dtype": "float32"}

@@ -53,6 +53,9 @@ def parse_args(method_name: str, args_cls: type, raw: dict[str, Any]):
 
 
 def _type_name(annotation: Any) -> str:
+    """As the dataclass spells it: `float | None`, `int`, `'a' | 'b'`."""
+    if annotation is type(None):
+        return "None"
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         return " | ".join(_type_name(a) for a in typing.get_args(annotation))
