@@ -23,7 +23,7 @@ OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
 _WATCHED = (
     "lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker", "lm_eval._cli.run",
-    "lm_eval.config.evaluate_config",
+    "lm_eval.config.evaluate_config", "lm_eval.loggers.utils",
 )
 
 
@@ -98,6 +98,13 @@ def _on_tracker_loaded(module):
     register_run_names(module)
 
 
+def _on_loggers_utils_loaded(module):
+    """Before lm-eval's evaluator binds `get_git_commit_hash` (quiet.py)."""
+    from lm_eval_longmem.registration import register_quiet_git_probe
+
+    register_quiet_git_probe(module)
+
+
 def _on_cli_run_loaded(module):
     """Offline checks (uncached model, missing datasets) before lm-eval loads anything heavy,
     a malformed option string as one line (cli_mistakes.py), and the known-harmless library
@@ -119,6 +126,7 @@ def _on_evaluate_config_loaded(module):
 
 _CALLBACKS = dict(zip(_WATCHED, (
     _on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded, _on_cli_run_loaded, _on_evaluate_config_loaded,
+    _on_loggers_utils_loaded,
 )))
 
 

@@ -129,11 +129,30 @@ def register_task_index_cache() -> bool:
     return install()
 
 
+def register_quiet_git_probe(utils_module=None) -> None:
+    """lm-eval's commit probe without git's "fatal: not a git repository" (quiet.py); also
+    replaced in the evaluator if it has already bound the name."""
+    from lm_eval_longmem import quiet
+
+    if utils_module is None:
+        import lm_eval.loggers.utils as utils_module
+    quiet.quiet_git_probe(utils_module)
+
+
+def register_log_filters() -> None:
+    """The Python API drops the same known-harmless messages as the CLI (quiet.py)."""
+    from lm_eval_longmem import quiet
+
+    quiet.install()
+
+
 def register_all() -> None:
     register_model()
     register_tasks()
     register_task_index_cache()
     register_run_names()
+    register_quiet_git_probe()
+    register_log_filters()
     register_architectures()
 
 

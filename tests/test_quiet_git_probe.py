@@ -34,3 +34,28 @@ def test_inside_a_checkout_the_same_hash_as_lm_eval_records(tmp_path, monkeypatc
     expected = module.get_git_commit_hash()
     quiet.quiet_git_probe(module)
     assert module.get_git_commit_hash() == expected and len(expected) >= 7
+
+
+def test_an_lm_eval_run_outside_a_checkout_prints_no_git_message(tiny_model_dir, corpus_file, tmp_path):
+    import os
+
+    from test_cli_end_to_end import BIN, small_protocol
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    proc = subprocess.run([os.path.abspath(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
+                           "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", "out"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "not a git repository" not in proc.stderr
+
+
+def test_the_python_api_drops_the_same_known_harmless_messages():
+    import logging
+
+    import lm_eval_longmem
+
+    lm_eval_longmem.register()
+    assert any(type(f).__name__ == "_DropKnownHarmless" for f in logging.getLogger("lm_eval.evaluator_utils").filters)
+    import lm_eval.evaluator
+
+    assert lm_eval.evaluator.get_git_commit_hash.__lm_eval_longmem__
