@@ -141,6 +141,22 @@ def test_failure_reason_and_summary():
     assert "killed" in failure_reason("", -9)
 
 
+def test_a_runs_log_keeps_one_line_per_progress_bar_not_one_per_update(tmp_path, monkeypatch):
+    import sys
+
+    from lm_eval_longmem.sweep import execute as ex
+
+    assert ex.final_redraw("scoring:  10%\rscoring:  50%\rscoring: 100%\n") == "scoring: 100%\n"
+    assert ex.final_redraw("plain line\r\n") == "plain line\n" and ex.final_redraw("\r\n") == "\n"
+    bars = "".join(f"\\rscoring: {i}/640" for i in range(641))
+    child = f"import sys; sys.stderr.write('start\\n{bars}\\n'); sys.stderr.write('done\\n')"
+    monkeypatch.setattr(ex, "lm_eval_command", lambda run, config: [sys.executable, "-c", child])
+    config = build_config({"tasks": ["forgetting_curve"], "methods": ["vanilla"], "output_path": str(tmp_path / "out")})
+    (run,) = plan_runs(config)
+    outcome = ex.run_one(run, config)
+    assert outcome.log.read_text().splitlines()[1:] == ["start", "scoring: 640/640", "done"]
+
+
 def test_console_script_bad_input_is_one_message(tmp_path):
     proc = run([str(BIN / "lm-eval-longmem"), "sweep", str(tmp_path / "missing.yaml")], check=False)
     assert_one_message(proc, "No such sweep file", "--examples")

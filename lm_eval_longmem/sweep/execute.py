@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import re
 import signal
@@ -104,6 +105,14 @@ class SweepInterrupted(Exception):
         self.outcomes = outcomes
 
 
+def final_redraw(line: str) -> str:
+    """What a terminal would show of `line`: a progress bar redraws itself after "\r" hundreds of
+    times per run, and the log keeps only its last state (one line, not one per update)."""
+    ending = "\n" if line.endswith("\n") else ""
+    shown = [part for part in line[: len(line) - len(ending)].rstrip("\r").split("\r") if part.strip()]
+    return (shown[-1] if shown else "") + ending
+
+
 def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
     command = lm_eval_command(run, config)
     log = log_path(run)
@@ -115,11 +124,12 @@ def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
     with open(log, "w", encoding="utf-8") as sink:
         sink.write(f"$ {display_command(command)}\n")
         sink.flush()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                   errors="replace", bufsize=1)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        # Lines end at "\n" only: a progress bar's "\r" redraws stay on one line (see final_redraw).
+        output = io.TextIOWrapper(process.stdout, encoding="utf-8", errors="replace", newline="\n")
         try:
-            for line in process.stdout:
-                sink.write(line)
+            for line in output:
+                sink.write(final_redraw(line))
                 if verbose:
                     sys.stdout.write(line)
             code = process.wait()
