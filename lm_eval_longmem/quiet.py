@@ -72,6 +72,7 @@ def quiet_git_probe(module) -> None:
             return module.get_commit_from_path(os.getcwd())  # lm-eval's own fallback, silent
 
     get_git_commit_hash.__lm_eval_longmem__ = True
+    get_git_commit_hash.__wrapped__ = original
     module.get_git_commit_hash = get_git_commit_hash
     evaluator = sys.modules.get("lm_eval.evaluator")
     if evaluator is not None and getattr(evaluator, "get_git_commit_hash", None) is original:

@@ -24,7 +24,7 @@ def test_forgetting_curve_beyond_the_base_context(tiny_model_dir, corpus_file, t
     assert all(0 <= p["copy_mean"] <= 1 and p["num_samples"] == 2 for p in curve["points"])
     config = results["config"]
     assert config["longmem_method"] == "infini" and config["longmem_scoring"] == "infini_segments"
-    assert config["longmem_method_args"] == {"segment_length": 16, "update": "delta", "beta_init": -4.0}
+    assert config["longmem_method_args"] == {"segment_length": 16, "update": "delta", "beta_init": -4.0, "read_memory": True}
     assert config["longmem_training_length"] == 128 and config["longmem_context_length"] == 1 << 20
 
 

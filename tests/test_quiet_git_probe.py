@@ -10,7 +10,8 @@ from lm_eval_longmem import quiet
 def fake_loggers_utils():
     import lm_eval.loggers.utils as real
 
-    return types.SimpleNamespace(get_git_commit_hash=real.get_git_commit_hash, get_commit_from_path=real.get_commit_from_path)
+    original = getattr(real.get_git_commit_hash, "__wrapped__", real.get_git_commit_hash)  # another test may have quieted it
+    return types.SimpleNamespace(get_git_commit_hash=original, get_commit_from_path=real.get_commit_from_path)
 
 
 def test_outside_a_checkout_nothing_is_printed_and_no_hash_recorded(tmp_path, monkeypatch, capfd):
