@@ -1,6 +1,8 @@
 """Sequence packing: documents tokenized, joined with EOS and cut into chunks of the training
 length regardless of document boundaries (as the controlled study and LLaMA do). Cached per
-(text, tokenizer, length) so that every process and every resumed run reads the same chunks."""
+(text, tokenizer, length) so that every process and every resumed run reads the same chunks; the
+cache file is written whole and checked when read (cached_arrays.py), so a damaged one is packed
+again after one warning."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import itertools
 import numpy as np
 from filelock import FileLock
 
+from lm_eval_longmem.data.cached_arrays import load_cached_array, save_cached_array
 from lm_eval_longmem.data.token_stream import tokenizer_fingerprint
 from lm_eval_longmem.paths import cache_dir
 from lm_eval_longmem_training.data.text_sources import TextSource
@@ -28,12 +31,10 @@ def packed_chunks(source: TextSource, tokenizer, seq_len: int, max_tokens: int =
     key = hashlib.sha256(identity.encode()).hexdigest()[:24]
     path = cache_dir("training_tokens") / f"{key}.npy"
     with FileLock(str(path) + ".lock"):
-        if not path.is_file():
-            stream = pack_documents(source.documents, tokenizer, eos, limit, seq_len if source.one_per_row else 0)
-            partial = path.with_name(path.stem + ".partial.npy")
-            np.save(partial, stream)
-            partial.rename(path)
-    stream = np.load(path, mmap_mode="r")
+        stream = load_cached_array(path, mmap=True)
+        if stream is None:
+            save_cached_array(path, pack_documents(source.documents, tokenizer, eos, limit, seq_len if source.one_per_row else 0))
+            stream = np.load(path, mmap_mode="r")
     num_chunks = len(stream) // seq_len
     if num_chunks == 0:
         raise TrainingError(f"The training text has {len(stream)} tokens, fewer than one chunk of seq_len={seq_len}.")
