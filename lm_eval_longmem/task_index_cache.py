@@ -12,7 +12,8 @@ user's `--include_path`) are never cached: their includes may point anywhere.
 
 Only the indexer's own calls are served (`resolve_func=False`, top-level); building a task
 still loads its YAML through lm-eval, functions resolved. Set LM_EVAL_LONGMEM_TASK_INDEX_CACHE=0
-to switch the cache off.
+to switch the cache off. The file is written whole (atomic_files.py); one that does not load is
+rebuilt after a warning.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import logging
 import os
 import pickle
 from pathlib import Path
+
+from lm_eval_longmem.atomic_files import atomic_write, warn_rebuilding
 
 logger = logging.getLogger(__name__)
 
@@ -65,19 +68,31 @@ class ParsedYamlStore:
         self.added = 0
         try:
             with cache_file.open("rb") as fh:
-                self.entries = pickle.load(fh)
-            os.utime(cache_file)  # recently used: kept when older files are pruned
+                entries = pickle.load(fh)
         except FileNotFoundError:
-            pass
+            return
         except Exception as err:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
-            logger.debug("ignoring unreadable task index cache %s: %s", cache_file, err)
+            warn_rebuilding(cache_file, f"not a whole pickle: {type(err).__name__}: {err}", logger)
+            return
+        if not isinstance(entries, dict) or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in entries.items()):
+            warn_rebuilding(cache_file, "not a mapping of paths to parsed YAML", logger)
+            return
+        self.entries = entries
+        os.utime(cache_file)  # recently used: kept when older files are pruned
 
     def covers(self, path: str) -> bool:
         return path.startswith(self.folder)
 
     def get(self, path: str):
+        """The stored mapping, or None (parsed again) when there is none or it does not unpickle."""
         blob = self.entries.get(path)
-        return None if blob is None else pickle.loads(blob)
+        if blob is None:
+            return None
+        try:
+            return pickle.loads(blob)
+        except Exception as err:  # noqa: BLE001 - one damaged entry: that YAML is parsed again
+            logger.debug("task index cache entry for %s is unreadable (%s); parsing it again", path, err)
+            return None
 
     def put(self, path: str, cfg) -> None:
         try:
@@ -89,11 +104,8 @@ class ParsedYamlStore:
     def save(self) -> None:
         if not self.added:
             return
-        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.cache_file.with_name(f"{self.cache_file.name}.{os.getpid()}.partial")
-        with partial.open("wb") as fh:
+        with atomic_write(self.cache_file) as fh:
             pickle.dump(self.entries, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(partial, self.cache_file)
         self.added = 0
         prune(self.cache_file.parent, KEEP_FILES)
 
