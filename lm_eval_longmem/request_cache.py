@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from lm_eval_longmem.atomic_files import warn_rebuilding, write_json
+
 # A child of lm-eval's logger: the message shows right after lm-eval's own "Using cache at"
 # line (which names the path we replace), in its format and at its --verbosity.
 logger = logging.getLogger("lm_eval.longmem.request_cache")
@@ -80,16 +82,19 @@ def own_cache_path(lm, cache_db: str) -> str:
 
 
 def _write_fingerprint(path: str, fingerprint: dict) -> None:
-    """Write the fingerprint beside its database once (atomic: ranks may write it together)."""
-    if os.path.exists(path):
-        return
-    if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(fingerprint, handle, indent=2, sort_keys=True, default=str)
-        handle.write("\n")
-    os.replace(temporary, path)
+    """Write the fingerprint beside its database (whole: ranks may write it together); one that
+    is there but unreadable or not this fingerprint is written again after a warning."""
+    wanted = json.loads(json.dumps(fingerprint, sort_keys=True, default=str))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if json.load(handle) == wanted:
+                return
+        warn_rebuilding(path, "it describes another fingerprint than its name says", logger)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as err:
+        warn_rebuilding(path, f"not readable JSON: {err}", logger)
+    write_json(path, wanted, sort_keys=True)
 
 
 def install() -> bool:
