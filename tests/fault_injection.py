@@ -1,0 +1,115 @@
+"""Faults for the fault-injection tests: damage a file the way a crash, a full disk or a stray
+write would, kill a process at a chosen point, and keep count of what was injected and what
+recovered (the slow test prints the totals)."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+DAMAGES = ("truncated", "empty", "zeroed", "garbage")
+
+
+def damage(path: Path, how: str, rng: np.random.Generator | None = None) -> None:
+    """Damage `path` in place: cut at a random point (the middle without `rng`), emptied, every
+    byte zeroed (a crash after the size was recorded, before the data), or random bytes."""
+    data = path.read_bytes()
+    if how == "truncated":
+        cut = int(rng.integers(1, len(data))) if rng is not None and len(data) > 1 else len(data) // 2
+        path.write_bytes(data[:cut])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "zeroed":
+        path.write_bytes(bytes(len(data)))
+    elif how == "garbage":
+        rng = rng or np.random.default_rng(0)
+        path.write_bytes(rng.integers(0, 256, len(data), dtype=np.uint8).tobytes())
+    else:
+        raise ValueError(how)
+
+
+def cached_requests(use_cache: Path) -> int:
+    """Rows in the --use_cache database(s) of `--model longmem` runs given `use_cache` (0 if none yet)."""
+    total = 0
+    for database in glob.glob(f"{glob.escape(str(use_cache))}_longmem__*_rank*.db"):
+        try:
+            connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.2)
+            try:
+                total += connection.execute("SELECT COUNT(*) FROM unnamed").fetchone()[0]
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            pass  # not created yet, or being created
+    return total
+
+
+@dataclasses.dataclass
+class Killed:
+    returncode: int | None  # -9 when it was killed; its own status when it ended first
+    output: str
+    killed: bool
+
+
+def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = None, timeout: float = 300,
+              log: Path | None = None) -> Killed:
+    """Run `command`; SIGKILL it as soon as `ready()` is true (polled every 10 ms). Output goes to
+    a file (never a pipe that could fill and stall the process)."""
+    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"kill_when_{os.getpid()}_{time.monotonic_ns()}.log"
+    with open(log, "w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        killed = False
+        try:
+            while process.poll() is None and time.monotonic() < deadline:
+                if ready():
+                    process.send_signal(signal.SIGKILL)
+                    killed = True
+                    break
+                time.sleep(0.01)
+        finally:
+            if process.poll() is None and not killed:
+                process.kill()
+            process.wait()
+    return Killed(process.returncode, log.read_text(errors="replace"), killed)
+
+
+def process_gone(pid: int, timeout: float = 10) -> bool:
+    """Whether process `pid` has ended (a zombie waiting to be reaped counts as ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@dataclasses.dataclass
+class FaultTally:
+    """Faults injected and how each ended: recovered (rebuilt or resumed, results right) or lost."""
+
+    injected: int = 0
+    recovered: int = 0
+    lost: list[str] = dataclasses.field(default_factory=list)
+
+    def record(self, what: str, recovered: bool) -> None:
+        self.injected += 1
+        if recovered:
+            self.recovered += 1
+        else:
+            self.lost.append(what)
+
+    def __str__(self) -> str:
+        return f"{self.injected} faults injected, {self.recovered} recovered, {len(self.lost)} lost {self.lost}"
