@@ -150,7 +150,7 @@ def test_a_runs_log_keeps_one_line_per_progress_bar_not_one_per_update(tmp_path,
     assert ex.final_redraw("plain line\r\n") == "plain line\n" and ex.final_redraw("\r\n") == "\n"
     bars = "".join(f"\\rscoring: {i}/640" for i in range(641))
     child = f"import sys; sys.stderr.write('start\\n{bars}\\n'); sys.stderr.write('done\\n')"
-    monkeypatch.setattr(ex, "lm_eval_command", lambda run, config: [sys.executable, "-c", child])
+    monkeypatch.setattr(ex, "lm_eval_command", lambda run, config, **options: [sys.executable, "-c", child])
     config = build_config({"tasks": ["forgetting_curve"], "methods": ["vanilla"], "output_path": str(tmp_path / "out")})
     (run,) = plan_runs(config)
     outcome = ex.run_one(run, config)
@@ -212,7 +212,7 @@ import sys
 from lm_eval_longmem.sweep import execute as ex
 from lm_eval_longmem.sweep.config import build_config
 from lm_eval_longmem.sweep.plan import plan_runs
-ex.lm_eval_command = lambda run, config: [sys.executable, "-c", "import time; time.sleep(120)"]
+ex.lm_eval_command = lambda run, config, **options: [sys.executable, "-c", "import time; time.sleep(120)"]
 config = build_config({{"tasks": ["forgetting_curve"], "methods": ["vanilla", "streamingllm"],
                         "output_path": {str(tmp_path / "out")!r}}})
 runs = plan_runs(config)

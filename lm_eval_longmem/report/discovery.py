@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from lm_eval_longmem.errors import ResultsFileError
-from lm_eval_longmem.report.results_files import MissingResultsError, read_results
+from lm_eval_longmem.report.results_files import MissingResultsError, read_results, results_files_under
 from lm_eval_longmem.report.runs import RunInfo, describe_run
 
 T = TypeVar("T")
@@ -36,7 +36,7 @@ def collect_runs(paths: Iterable[str | Path]) -> Discovery:
     files: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
-        found = [path] if path.is_file() else sorted(p for p in path.rglob("results_*.json") if p.is_file())
+        found = [path] if path.is_file() else results_files_under(path)
         for file in found:
             if file.resolve() not in seen:
                 seen.add(file.resolve())

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import ResultsFileError
+from lm_eval_longmem.sweep.staging import STAGING_DIR
 from lm_eval_longmem.report.runs import describe_run, run_label, short_model_name  # noqa: F401 (run_label: public here too)
 
 CURVE_METRIC = "curve,none"
@@ -63,10 +64,17 @@ def find_results_file(path: str | Path) -> Path:
         return path
     if not path.is_dir():
         raise MissingResultsError(f"No such results file or directory: {path}")
-    candidates = [p for p in path.rglob("results_*.json") if p.is_file()]
+    candidates = results_files_under(path)
     if not candidates:
         raise MissingResultsError(f"No lm-eval results file (results_*.json) found under {path}")
     return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def results_files_under(folder: Path) -> list[Path]:
+    """Every `results_*.json` below `folder`, sorted, except those of sweep runs still running
+    (in `.sweep_partial/`: possibly half-written; they move out when their run has finished)."""
+    return sorted(p for p in folder.rglob("results_*.json")
+                  if p.is_file() and STAGING_DIR not in p.relative_to(folder).parts)
 
 
 def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun:

@@ -2,7 +2,8 @@
 `lm_eval` run each, every run in its own results folder named after model and method.
 
 config.py reads and checks a sweep file, plan.py expands it into runs (and tells which are
-already done from the results files), execute.py runs them. examples/ holds sweep files
+already done from the results files), execute.py runs them, staging.py moves a run's files into
+its folder only once it has finished. examples/ holds sweep files
 that run on a CPU with the embedded default model.
 """
 

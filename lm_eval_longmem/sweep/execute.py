@@ -1,7 +1,9 @@
 """Running a planned sweep: one stock `lm_eval` process per run, so results files are exactly
 those of a normal `lm_eval --output_path` run, a crash or out-of-memory in one run cannot take
 the sweep down, and memory is returned between runs. Each run's output goes to
-`<output_path>/.sweep_logs/`; a failed run's one-line reason comes from there.
+`<output_path>/.sweep_logs/`; a failed run's one-line reason comes from there. A run's files
+reach its results folder only once its lm_eval has exited successfully (staging.py), and its
+lm_eval dies with the sweep, so a killed sweep leaves no half-written or late results.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Callable
 
 from lm_eval_longmem.sweep.config import SweepConfig
 from lm_eval_longmem.sweep.plan import Run, display_command, finished_results, lm_eval_command
+from lm_eval_longmem.sweep.staging import discard, publish, staging_folder
 
 LOG_DIR = ".sweep_logs"
 # "interrupted": stopped by Ctrl-C or SIGTERM, not a failure of the run (rerunning resumes it).
@@ -37,11 +40,16 @@ class Outcome:
     log: Path | None = None
 
 
-def log_path(run: Run) -> Path:
+def cell_name(run: Run) -> str:
+    """The run's folder name and its tasks (cut to 60 characters): names its log and staging folder."""
     tasks = "-".join(run.tasks)
     if len(tasks) > 60:
         tasks = tasks[:60]
-    return run.output_path / LOG_DIR / f"{run.name}__{tasks}.log"
+    return f"{run.name}__{tasks}"
+
+
+def log_path(run: Run) -> Path:
+    return run.output_path / LOG_DIR / f"{cell_name(run)}.log"
 
 
 def execute(
@@ -114,7 +122,16 @@ def final_redraw(line: str) -> str:
 
 
 def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
-    command = lm_eval_command(run, config)
+    staging = staging_folder(run.output_path, cell_name(run))
+    try:
+        outcome = _run_lm_eval(run, config, staging, verbose)
+    finally:
+        discard(staging)  # what publish() left: a failed or interrupted run's partial files
+    return outcome
+
+
+def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) -> Outcome:
+    command = lm_eval_command(run, config, output_path=staging)
     log = log_path(run)
     log.parent.mkdir(parents=True, exist_ok=True)
     # The stock CLI finds `longmem` through the start-up hook: make sure it is on in the child.
@@ -124,7 +141,8 @@ def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
     with open(log, "w", encoding="utf-8") as sink:
         sink.write(f"$ {display_command(command)}\n")
         sink.flush()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                   preexec_fn=ends_with_this_process())
         # Lines end at "\n" only: a progress bar's "\r" redraws stay on one line (see final_redraw).
         output = io.TextIOWrapper(process.stdout, encoding="utf-8", errors="replace", newline="\n")
         try:
@@ -140,12 +158,36 @@ def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
     seconds = time.monotonic() - start
     if code != 0:
         return Outcome(run, "failed", seconds, failure_reason(log.read_text(encoding="utf-8"), code), log=log)
+    publish(staging, run.output_path)
     results = finished_results(run)
     if results is None:
         return Outcome(run, "failed", seconds, f"lm_eval exited normally but wrote no matching results file in {run.folder}", log=log)
     return Outcome(run, "done", seconds, results_file=results, log=log)
 
 
+def ends_with_this_process():
+    """A `preexec_fn` that has the kernel kill the child when the sweep dies, even by SIGKILL
+    (Linux; elsewhere None): else a killed sweep leaves its lm_eval running unseen, competing
+    with the rerun for the machine and the --use_cache database."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def die_with_parent():
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the sweep died before the line above
+            os._exit(1)
+
+    return die_with_parent
+
+
+_PR_SET_PDEATHSIG = 1
 _OUR_MESSAGE = re.compile(r"^\S*(lm_eval|lm-eval-longmem): error: (.*)$")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*)$")
 

@@ -62,11 +62,12 @@ def plan_runs(config: SweepConfig) -> list[Run]:
     return runs
 
 
-def lm_eval_command(run: Run, config: SweepConfig) -> list[str]:
-    """The command that runs one run: the stock lm_eval CLI (or it under `launcher`)."""
+def lm_eval_command(run: Run, config: SweepConfig, output_path: Path | None = None) -> list[str]:
+    """The command that runs one run: the stock lm_eval CLI (or it under `launcher`); the sweep
+    itself passes a staging `output_path` (staging.py)."""
     prefix = [*config.launcher, "-m", "lm_eval"] if config.launcher else [sys.executable, "-m", "lm_eval"]
     command = [*prefix, "run", "--model", MODEL, "--model_args", json.dumps(run.model_args),
-               "--tasks", ",".join(run.tasks), "--output_path", str(run.output_path)]
+               "--tasks", ",".join(run.tasks), "--output_path", str(output_path or run.output_path)]
     if run.metadata:
         command += ["--metadata", json.dumps(run.metadata)]
     if run.limit is not None:
