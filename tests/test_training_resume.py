@@ -34,12 +34,15 @@ def test_stopped_and_resumed_equals_uninterrupted(tiny_model_dir, corpus_file, t
 
 
 def test_the_export_holds_the_weight_average(tiny_model_dir, corpus_file, tmp_path):
-    plain = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "plain", max_steps=3)
-    frozen = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "ema", max_steps=3, ema_decay=1.0)
+    """One step at decay 0.5: the exported average lies halfway between the base weights and the
+    trained ones (ema_decay 1, which froze the average, is out of its range [0, 1))."""
+    one_step = {"max_steps": 1, "warmup_steps": 0}
+    plain = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "plain", **one_step)
+    averaged = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "ema", **one_step, ema_decay=0.5)
     base = load_file(str(tiny_model_dir / "model.safetensors"))
-    a, b = (load_file(str(Path(s["export"]) / "model.safetensors")) for s in (plain, frozen))
-    assert all(torch.equal(b[k], base[k]) for k in base)  # decay 1: the average never moves
-    assert not all(torch.equal(a[k], base[k]) for k in base)
+    trained, average = (load_file(str(Path(s["export"]) / "model.safetensors")) for s in (plain, averaged))
+    assert not all(torch.equal(trained[k], base[k]) for k in base)
+    assert all(torch.equal(average[k], torch.lerp(base[k], trained[k], 0.5)) for k in base)
 
 
 def test_resuming_with_another_recipe_is_refused_and_keeps_the_checkpoint(tiny_model_dir, corpus_file, tmp_path):

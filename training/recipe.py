@@ -7,6 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from lm_eval_longmem_training.key_checks import (
+    AT_LEAST_ONE, BELOW_ONE, NON_NEGATIVE, NOT_EMPTY, POSITIVE, NotEmpty, Range,
+)
+
 APPROACHES = ("rope_extension", "longlora", "from_scratch", "infini")
 # Keys that steer a run without changing what it computes: a checkpoint resumes under new values.
 RUN_CONTROL_KEYS = frozenset(
@@ -15,21 +19,25 @@ RUN_CONTROL_KEYS = frozenset(
 )
 
 
-def key(default: Any, help: str, section: str, **kwargs) -> Any:
-    """A recipe key: a dataclass field with its help text and listing section."""
+def key(default: Any, help: str, section: str, check: Range | NotEmpty | None = None) -> Any:
+    """A recipe key: a dataclass field with its help text, listing section and the values it
+    accepts beyond its type (`check`: a range or "not empty"), which `--help` shows and
+    recipe_loading enforces for every key alike."""
+    metadata = {"help": help, "section": section, "check": check}
     if isinstance(default, (dict, list)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help, "section": section})
-    return dataclasses.field(default=default, metadata={"help": help, "section": section}, **kwargs)
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclasses.dataclass
 class Recipe:
     # --- what is trained ------------------------------------------------------------------
-    name: str = key("", "recipe name (default: the YAML file's name); recorded in the export", "model")
+    name: str = key("", "recipe name (default: the YAML file's name); recorded in the export", "model", NOT_EMPTY)
     approach: Literal["rope_extension", "longlora", "from_scratch", "infini"] = key(
         "rope_extension", "how the model is trained: full fine-tune of a RoPE-extended model, LongLoRA, "
         "a model from scratch, or Infini-attention continual pretraining", "model")
-    model: str = key("default", "base model: a local directory or Hub id; `default` is the embedded SmolLM2-135M", "model")
+    model: str = key("default", "base model: a local directory or Hub id; `default` is the embedded SmolLM2-135M",
+                     "model", NOT_EMPTY)
     tokenizer: str = key("", "tokenizer (default: the model's)", "model")
     model_config: dict = key({}, "config fields set on the base config (from_scratch: the whole architecture, "
                                  "with model_type)", "model")
@@ -39,55 +47,63 @@ class Recipe:
 
     # --- data ----------------------------------------------------------------------------
     data: str = key("auto", "text: auto (PG-19 if loadable, else Shakespeare), pg19, shakespeare, a local "
-                           "text file or folder, or a `datasets` Hub id", "data")
+                           "text file or folder, or a `datasets` Hub id", "data", NOT_EMPTY)
     data_config: str = key("", "Hub dataset configuration name", "data")
-    data_split: str = key("train", "Hub dataset split", "data")
-    text_column: str = key("text", "Hub dataset column holding the text", "data")
-    data_max_tokens: int = key(0, "tokens to read from a Hub dataset (streamed); 0: what the run needs", "data")
-    seq_len: int = key(4096, "training length: documents are packed (EOS between them) into chunks of it", "data")
+    data_split: str = key("train", "Hub dataset split", "data", NOT_EMPTY)
+    text_column: str = key("text", "Hub dataset column holding the text", "data", NOT_EMPTY)
+    data_max_tokens: int = key(0, "tokens to read from a Hub dataset (streamed); 0: what the run needs", "data",
+                               NON_NEGATIVE)
+    seq_len: int = key(4096, "training length: documents are packed (EOS between them) into chunks of it "
+                             "(at least a token and the one it predicts)", "data", Range(2))
 
     # --- optimization ---------------------------------------------------------------------
-    micro_batch_size: int = key(1, "sequences per process per forward pass", "optimization")
-    grad_accum_steps: int = key(1, "micro-batches accumulated per optimizer step", "optimization")
-    max_steps: int = key(1000, "optimizer steps", "optimization")
-    lr: float = key(2e-5, "peak learning rate", "optimization")
+    micro_batch_size: int = key(1, "sequences per process per forward pass", "optimization", AT_LEAST_ONE)
+    grad_accum_steps: int = key(1, "micro-batches accumulated per optimizer step", "optimization",
+                               AT_LEAST_ONE)
+    max_steps: int = key(1000, "optimizer steps", "optimization", AT_LEAST_ONE)
+    lr: float = key(2e-5, "peak learning rate", "optimization", POSITIVE)
     lr_schedule: Literal["constant_with_warmup", "linear", "cosine"] = key(
         "constant_with_warmup", "after the linear warmup: constant, linear or cosine decay to 0", "optimization")
-    warmup_steps: int = key(20, "linear warmup steps", "optimization")
-    weight_decay: float = key(0.0, "AdamW weight decay", "optimization")
-    adam_beta1: float = key(0.9, "AdamW beta1", "optimization")
-    adam_beta2: float = key(0.95, "AdamW beta2", "optimization")
-    adam_eps: float = key(1e-8, "AdamW epsilon", "optimization")
-    max_grad_norm: float = key(1.0, "gradient clipping norm (0: off)", "optimization")
+    warmup_steps: int = key(20, "linear warmup steps", "optimization", NON_NEGATIVE)
+    weight_decay: float = key(0.0, "AdamW weight decay", "optimization", NON_NEGATIVE)
+    adam_beta1: float = key(0.9, "AdamW beta1", "optimization", BELOW_ONE)
+    adam_beta2: float = key(0.95, "AdamW beta2", "optimization", BELOW_ONE)
+    adam_eps: float = key(1e-8, "AdamW epsilon", "optimization", POSITIVE)
+    max_grad_norm: float = key(1.0, "gradient clipping norm (0: off)", "optimization", NON_NEGATIVE)
     ema_decay: float = key(0.0, "keep an exponential moving average of the weights with this decay and export "
-                                "it (0: off; the controlled study used one, decay not stated)", "optimization")
-    seed: int = key(42, "seed of initialization, data order and dropout", "optimization")
+                                "it (0: off; the controlled study used one, decay not stated)", "optimization",
+                                BELOW_ONE)
+    seed: int = key(42, "seed of initialization, data order and dropout", "optimization",
+                    Range(0, 2**32 - 1))  # numpy's seed range
     gradient_checkpointing: bool = key(False, "recompute activations in the backward pass (less memory)", "optimization")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = key(
         "auto", "auto: bf16 where the GPU has it, fp16 on other GPUs, fp32 on the CPU", "optimization")
 
     # --- LongLoRA ------------------------------------------------------------------------
-    lora_r: int = key(8, "LoRA rank", "longlora")
-    lora_alpha: int = key(16, "LoRA alpha", "longlora")
-    lora_dropout: float = key(0.0, "LoRA dropout", "longlora")
-    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters", "longlora")
+    lora_r: int = key(8, "LoRA rank", "longlora", AT_LEAST_ONE)
+    lora_alpha: int = key(16, "LoRA alpha", "longlora", AT_LEAST_ONE)
+    lora_dropout: float = key(0.0, "LoRA dropout", "longlora", BELOW_ONE)
+    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters",
+                                        "longlora", NOT_EMPTY)
     trainable_extras: tuple[str, ...] = key(("embed", "norm"), "parameters trained in full beside LoRA "
-                                                              "(names containing these)", "longlora")
+                                                              "(names containing these)", "longlora", NOT_EMPTY)
     s2_attention: bool = key(True, "shifted sparse attention while training (never in the export)", "longlora")
-    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora")
+    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora",
+                                  Range(0, 1, low_open=True))
 
     # --- Infini-attention -----------------------------------------------------------------
-    gate_lr: float = key(0.01, "learning rate of the new gates (no weight decay)", "infini")
+    gate_lr: float = key(0.01, "learning rate of the new gates (no weight decay)", "infini", POSITIVE)
 
     # --- the run -------------------------------------------------------------------------
     output_dir: str = key("", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run")
-    save_every: int = key(100, "steps between resumable checkpoints (0: only at the end)", "run")
-    keep_checkpoints: int = key(2, "newest checkpoints kept", "run")
+    save_every: int = key(100, "steps between resumable checkpoints (0: only at the end)", "run",
+                         NON_NEGATIVE)
+    keep_checkpoints: int = key(2, "newest checkpoints kept", "run", AT_LEAST_ONE)
     resume: Literal["auto", "never"] = key("auto", "auto: continue from the newest checkpoint in output_dir", "run")
     stop_after_steps: int = key(0, "stop after this many steps without exporting, as a time-limited job "
-                                   "would (0: run to max_steps)", "run")
+                                   "would (0: run to max_steps)", "run", NON_NEGATIVE)
     export: bool = key(True, "write the export at the end", "run")
-    log_every: int = key(1, "steps between log lines / tracker points", "run")
+    log_every: int = key(1, "steps between log lines / tracker points", "run", AT_LEAST_ONE)
     log_with: str = key("none", "accelerate trackers: none, all, or names (tensorboard,wandb,...)", "run")
     progress_bar: bool = key(True, "tqdm bar with loss and tokens/s (main process)", "run")
 

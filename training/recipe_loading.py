@@ -1,25 +1,43 @@
-"""Recipes from YAML plus `key=value` overrides, type-checked, with messages that list what is valid.
+"""Recipes from YAML plus `key=value` overrides, type- and range-checked before anything loads,
+with messages that name the key, the value as typed, where it came from and what is valid.
 
-A recipe is named by its path or by its name among the recipes shipped in `recipes/`. Overrides
-are parsed as YAML scalars (`lr=1e-4`, `lora_targets=[q_proj,v_proj]`); a mapping key takes one
-entry at a time (`method_args.factor=8`).
+A recipe is named by its path or by its name among the recipes shipped in `recipes/`. An
+override's value is read as its key's declared type, never guessed: a text key takes the text
+as typed, a number must read as one in full (`lr=1e-3x` is refused, not taken for 0.001), a
+list is `[a,b]` or `a,b`, and a mapping key takes YAML (`model_config={hidden_size: 64}`) or one
+entry at a time (`method_args.factor=8`). The ranges are the ones declared beside each key in
+recipe.py, checked here for every key alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lm_eval_longmem.models.methods.arguments import _type_name
-from lm_eval_longmem.typed_values import coerce
+from lm_eval_longmem.suggestions import did_you_mean
+from lm_eval_longmem.typed_values import coerce, show_value
 from lm_eval_longmem_training.errors import TrainingError
+from lm_eval_longmem_training.key_checks import NotEmpty
 from lm_eval_longmem_training.recipe import Recipe, recipe_fields
+from lm_eval_longmem_training.recipe_yaml import RecipeYamlError, read_recipe_mapping, read_yaml_value
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
+COMMAND_LINE = "on the command line"
+
+
+@functools.lru_cache(maxsize=1)
+def key_types() -> dict[str, Any]:
+    return typing.get_type_hints(Recipe)
+
+
+def text_keys() -> frozenset[str]:
+    """Keys whose values are texts or lists of texts (read from YAML as typed)."""
+    return frozenset(name for name, annotation in key_types().items()
+                     if annotation is str or typing.get_origin(annotation) is tuple)
 
 
 def shipped_recipes() -> dict[str, Path]:
@@ -38,78 +56,148 @@ def find_recipe(name_or_path: str) -> Path:
 
 
 def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
+    """The recipe with its overrides applied, every key checked (TrainingError otherwise)."""
     path = find_recipe(name_or_path)
-    try:
-        values = yaml.safe_load(path.read_text("utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise TrainingError(f"{path}: not valid YAML ({err})") from None
-    if not isinstance(values, dict):
-        raise TrainingError(f"{path}: a recipe is a mapping of keys to values")
+    where = f"in recipe {path.stem if path.parent == RECIPES_DIR else path}"
+    values = read_recipe_file(path)
+    shown = {name: (show_value(value), where) for name, value in values.items()}
     values.setdefault("name", path.stem)
     for item in overrides:
-        apply_override(values, item)
-    recipe = build_recipe(values, source=str(path))
+        name, text = apply_override(values, item)
+        shown[name] = (text, COMMAND_LINE)
+    recipe = build_recipe(values, shown)
     if not recipe.output_dir:
         recipe.output_dir = str(Path("runs") / recipe.name)
     return recipe
 
 
-def apply_override(values: dict[str, Any], item: str) -> None:
-    name, sep, raw = item.partition("=")
-    if not sep or not name:
+def read_recipe_file(path: Path) -> dict[str, Any]:
+    try:
+        values = read_recipe_mapping(path.read_text("utf-8"), text_keys())
+    except (RecipeYamlError, UnicodeDecodeError) as err:
+        raise TrainingError(f"{path}: not valid YAML ({err}).") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise TrainingError(f"{path}: a recipe is a mapping of keys to values, not {show_value(values)}.")
+    refuse_unknown_keys(values, f"in {path}")
+    return values
+
+
+def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:
+    """Set one `key=value` (or `mapping.entry=value`) in `values`; returns the key and the value as typed."""
+    name, sep, text = item.partition("=")
+    head, dot, entry = name.partition(".")
+    if not sep or not head:
         raise TrainingError(f"Override {item!r} is not key=value.")
-    value = yaml.safe_load(raw) if raw.strip() else ""
-    head, _, sub = name.partition(".")
-    if sub:
-        mapping = values.setdefault(head, {})
+    refuse_unknown_keys({head: None}, COMMAND_LINE)
+    annotation = key_types()[head]
+    if dot:
+        if annotation is not dict or not entry:
+            raise TrainingError(f"Override {item!r}: only mapping keys (model_config, method_args) take an entry "
+                                f"name after a dot (model_config.hidden_size=64); {head} is {_type_name(annotation)}.")
+        mapping = {} if values.get(head) is None else values[head]
         if not isinstance(mapping, dict):
             raise TrainingError(f"Override {item!r}: {head} is not a mapping.")
-        mapping[sub] = value
-    else:
-        values[name] = value
+        values[head] = {**mapping, entry: read_override_yaml(item, text)}
+    elif annotation is dict:
+        values[head] = read_override_yaml(item, text)
+    else:  # text as typed; numbers, booleans, choices and lists are read from it by `coerce`, strictly
+        values[head] = text
+    return name, text
 
 
-def build_recipe(values: dict[str, Any], source: str) -> Recipe:
-    fields = recipe_fields()
-    unknown = sorted(set(values) - set(fields))
+def read_override_yaml(item: str, text: str) -> Any:
+    try:
+        return read_yaml_value(text)
+    except RecipeYamlError as err:
+        raise TrainingError(f"Override {item!r}: not valid YAML ({err}).") from None
+
+
+def refuse_unknown_keys(values: dict, where: str) -> None:
+    known = recipe_fields()
+    unknown = [str(name) for name in values if name not in known]
     if unknown:
-        raise TrainingError(f"{source}: unknown recipe key(s) {', '.join(unknown)}. Valid keys:\n{describe_keys()}")
-    hints = typing.get_type_hints(Recipe)
-    typed = {}
-    for name, value in values.items():
-        typed[name] = coerce_key(name, value, hints[name], source)
+        suggestion = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
+        raise TrainingError(
+            f"unknown recipe key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} {where}.{suggestion} "
+            f"Valid keys: {', '.join(known)} (`lm-eval-longmem train --help` says what each does).")
+
+
+def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]]) -> Recipe:
+    """`shown`: each key's value as typed and where it came from, for messages."""
+    typed = {name: coerce_key(name, value, *shown.get(name, (show_value(value), ""))) for name, value in values.items()}
     recipe = Recipe(**typed)
-    check_consistent(recipe, source)
+    check_recipe(recipe, shown)
     return recipe
 
 
-def coerce_key(name: str, value: Any, annotation: Any, source: str) -> Any:
+def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
+    annotation = key_types()[name]
     if annotation is dict:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise TrainingError(f"{source}: {name} must be a mapping, got {value!r}")
+            raise TrainingError(f"{name}={text} {where} is not valid: expected a mapping such as {{factor: 8}}.")
         return dict(value)
     if annotation is str and value is None:
         return ""
+    if not plain_enough(value, annotation):
+        raise TrainingError(f"{name}={text} {where} is not valid: expected {expected_kind(annotation)}.")
     try:
         return coerce(value, annotation)
     except (TypeError, ValueError) as err:
-        raise TrainingError(f"{source}: {name}={value!r} is not valid ({err}).") from None
+        choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+        hint = did_you_mean(str(value), choices) if choices else ""
+        raise TrainingError(f"{name}={text} {where} is not valid: {err}.{hint}") from None
 
 
-def check_consistent(recipe: Recipe, source: str) -> None:
-    positive = ("seq_len", "micro_batch_size", "grad_accum_steps", "max_steps", "lora_r", "log_every", "keep_checkpoints")
-    for name in positive:
-        if getattr(recipe, name) < 1:
-            raise TrainingError(f"{source}: {name} must be at least 1, got {getattr(recipe, name)}.")
-    if recipe.warmup_steps < 0 or recipe.save_every < 0 or recipe.stop_after_steps < 0:
-        raise TrainingError(f"{source}: warmup_steps, save_every and stop_after_steps must be >= 0.")
+def plain_enough(value: Any, annotation: Any) -> bool:
+    """No value that `coerce` would turn into text by spelling it out: a null or a boolean for
+    a text (or list item), a mapping anywhere (None would become "None", true "True")."""
+    if typing.get_origin(annotation) is tuple:
+        return value is not None and not isinstance(value, dict) and all(
+            isinstance(item, (str, int, float)) and not isinstance(item, bool)
+            for item in (value if isinstance(value, list) else [value]))
+    if annotation is str:
+        return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    return not isinstance(value, (dict, list))
+
+
+def expected_kind(annotation: Any) -> str:
+    """"a number", "an integer", "a list", ... as range messages begin."""
+    if typing.get_origin(annotation) is tuple:
+        return "a list of texts"
+    return {int: "an integer", float: "a number", str: "a text", bool: "true or false"}.get(annotation, "a value")
+
+
+def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None) -> None:
+    """Every key's declared range, the keys that must agree, and the approach's own demands
+    (method arguments included), all before anything loads; TrainingError names what is wrong."""
+    problems = []
+    for field in dataclasses.fields(Recipe):
+        check = field.metadata.get("check")
+        value = getattr(recipe, field.name)
+        if check is not None and not check.allows(value):
+            text, where = (shown or {}).get(field.name, (show_value(value), ""))
+            kind = expected_kind(key_types()[field.name])
+            wrong = "is empty: expected " + kind + " that is not empty" if isinstance(check, NotEmpty) else \
+                f"is out of range: expected {kind} {check}"
+            problems.append(f"{field.name}={text}{' ' + where if where else ''} {wrong}")
+    if problems:
+        raise TrainingError("; ".join(problems) + ".")
+    check_consistent(recipe)
+    from lm_eval_longmem_training.approaches import get_approach
+
+    get_approach(recipe.approach).check(recipe)
+
+
+def check_consistent(recipe: Recipe) -> None:
     if recipe.approach == "longlora" and recipe.s2_attention:
         group = s2_group_size(recipe)
         if group < 2 or recipe.seq_len % group:
             raise TrainingError(
-                f"{source}: S2-attention needs seq_len ({recipe.seq_len}) to be a multiple of its group size "
+                f"S2-attention needs seq_len ({recipe.seq_len}) to be a multiple of its group size "
                 f"({group} = s2_group_fraction {recipe.s2_group_fraction} x seq_len) and the group >= 2."
             )
 
@@ -119,11 +207,11 @@ def s2_group_size(recipe: Recipe) -> int:
 
 
 def describe_keys() -> str:
-    """Every key with type, default and help, grouped by section (for --help and errors)."""
-    hints = typing.get_type_hints(Recipe)
+    """Every key with type, range, default and help, grouped by section (for --help)."""
     sections: dict[str, list[str]] = {}
     for f in dataclasses.fields(Recipe):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        line = f"  {f.name} ({_type_name(hints[f.name])}, default {default!r}): {f.metadata['help']}"
-        sections.setdefault(f.metadata["section"], []).append(line)
+        check = f.metadata.get("check")
+        kind = _type_name(key_types()[f.name]) + (f", {check}" if isinstance(check, NotEmpty) else f" {check}" if check else "")
+        sections.setdefault(f.metadata["section"], []).append(f"  {f.name} ({kind}, default {default!r}): {f.metadata['help']}")
     return "\n".join(f"[{section}]\n" + "\n".join(lines) for section, lines in sections.items())

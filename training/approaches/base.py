@@ -28,6 +28,11 @@ class TrainableModel:
 class Approach(abc.ABC):
     name: ClassVar[str]
 
+    def check(self, recipe: Recipe) -> None:
+        """Refuse, before anything loads, a recipe this approach cannot train (TrainingError).
+        Here: the method's name and arguments."""
+        build_method(recipe)
+
     @abc.abstractmethod
     def build(self, recipe: Recipe) -> TrainableModel:
         """The model (and tokenizer, method) this approach trains, loaded or built from the recipe."""
@@ -67,6 +72,18 @@ def base_model_source(recipe: Recipe) -> str:
     return recipe.model
 
 
+def check_base_config(recipe: Recipe) -> None:
+    """The recipe's model_config entries fit the base model's config (read, not the weights)."""
+    from transformers import AutoConfig
+
+    from lm_eval_longmem_training.config_fields import check_config_fields
+
+    source = base_model_source(recipe)
+    with hub_errors_as_training_errors(source):
+        config = AutoConfig.from_pretrained(source)
+    check_config_fields(config, recipe.model_config, "the base model's")
+
+
 def load_tokenizer(recipe: Recipe, source: str):
     from transformers import AutoTokenizer
 
@@ -92,7 +109,13 @@ def load_pretrained(recipe: Recipe) -> TrainableModel:
                 method.prepare_config(config)
             except (NotARopeModelError, ValueError) as err:
                 raise TrainingError(f"method={method.name} on {source}: {err}") from None
-        model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype="float32")
+        try:
+            model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype="float32")
+        except (TypeError, ValueError, RuntimeError) as err:
+            if not recipe.model_config:
+                raise
+            raise TrainingError(f"model_config {recipe.model_config}: the model cannot be built with it "
+                                f"({type(err).__name__}: {err}).") from None
     if method is not None:
         model = method.prepare_model(model)
     return TrainableModel(model=model, tokenizer=load_tokenizer(recipe, source), method=method)

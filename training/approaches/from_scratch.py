@@ -11,20 +11,34 @@ from __future__ import annotations
 from lm_eval_longmem_training.approaches.base import (
     Approach, TrainableModel, base_model_source, build_method, load_tokenizer,
 )
+from lm_eval_longmem_training.config_fields import check_config_fields
 from lm_eval_longmem_training.errors import TrainingError
 
 
 class FromScratch(Approach):
     name = "from_scratch"
 
-    def build(self, recipe):
+    def check(self, recipe):
         import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
+        from transformers import CONFIG_MAPPING
+
+        model_type = recipe.model_config.get("model_type")
+        if not model_type:
+            raise TrainingError("approach=from_scratch needs model_config.model_type (and the architecture's fields).")
+        if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+            from lm_eval_longmem.suggestions import did_you_mean
+
+            raise TrainingError(f"model_config.model_type={model_type} is not a model type transformers knows."
+                                f"{did_you_mean(str(model_type), CONFIG_MAPPING.keys())}")
+        fields = {k: v for k, v in recipe.model_config.items() if k != "model_type"}
+        check_config_fields(CONFIG_MAPPING[model_type](), fields, f"the {model_type} default")
+        super().check(recipe)
+
+    def build(self, recipe):
         from transformers import AutoConfig, AutoModelForCausalLM
 
         fields = dict(recipe.model_config)
-        model_type = fields.pop("model_type", None)
-        if not model_type:
-            raise TrainingError("approach=from_scratch needs model_config.model_type (and the architecture's fields).")
+        model_type = fields.pop("model_type")
         tokenizer = load_tokenizer(recipe, base_model_source(recipe))
         fields.setdefault("vocab_size", len(tokenizer))
         fields.setdefault("max_position_embeddings", recipe.seq_len)
@@ -34,7 +48,10 @@ class FromScratch(Approach):
             config = AutoConfig.for_model(model_type, **fields)
         except (ValueError, TypeError) as err:
             raise TrainingError(f"model_config: {err}") from None
-        model = AutoModelForCausalLM.from_config(config, dtype="float32")
+        try:
+            model = AutoModelForCausalLM.from_config(config, dtype="float32")
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TrainingError(f"model_config: the model cannot be built with it ({type(err).__name__}: {err}).") from None
         return TrainableModel(model=model, tokenizer=tokenizer, method=build_method(recipe))
 
     def param_groups(self, trainable, recipe):

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY, Approach, load_pretrained
+from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 from lm_eval_longmem_training.errors import TrainingError
 
 
@@ -47,18 +47,21 @@ class SegmentedCausalLM(nn.Module):
 class InfiniAttention(Approach):
     name = "infini"
 
-    def build(self, recipe):
+    def check(self, recipe):
         if recipe.method != "infini":
             raise TrainingError("approach=infini needs method=infini (its arguments in method_args).")
         if recipe.gradient_checkpointing:
             raise TrainingError("approach=infini runs its own segment loop: set gradient_checkpointing=false.")
-        trainable = load_pretrained(recipe)  # prepare_model attaches the gates (trained ones from an Infini export)
-        args = trainable.method.args
+        args = build_method(recipe).args
         if recipe.seq_len <= args.segment_length:
             raise TrainingError(
                 f"seq_len ({recipe.seq_len}) must exceed method_args.segment_length ({args.segment_length}): "
                 "with a single segment the memory is never read and the gates never learn."
             )
+
+    def build(self, recipe):
+        trainable = load_pretrained(recipe)  # prepare_model attaches the gates (trained ones from an Infini export)
+        args = trainable.method.args
         trainable.extras = {"causal_lm": trainable.model}
         trainable.model = SegmentedCausalLM(trainable.model, args.segment_length, args.update)
         return trainable

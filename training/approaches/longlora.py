@@ -13,7 +13,6 @@ from pathlib import Path
 from lm_eval_longmem_training.approaches.base import Approach, load_pretrained, save_recorded_checkpoint
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.recipe_loading import s2_group_size
-from lm_eval_longmem_training.s2_attention import enable_s2_attention
 
 ADAPTER_DIR = "adapter"
 EXTRAS_FILE = "trainable_extras.safetensors"
@@ -22,11 +21,16 @@ EXTRAS_FILE = "trainable_extras.safetensors"
 class LongLoRA(Approach):
     name = "longlora"
 
+    def check(self, recipe):
+        if not recipe.method:
+            raise TrainingError("approach=longlora needs method= (the study extends LongLoRA with pi: method=pi).")
+        super().check(recipe)
+
     def build(self, recipe):
         from peft import LoraConfig, get_peft_model
 
-        if not recipe.method:
-            raise TrainingError("approach=longlora needs method= (the study extends LongLoRA with pi: method=pi).")
+        from lm_eval_longmem_training.s2_attention import enable_s2_attention
+
         trainable = load_pretrained(recipe)
         attention_implementation = trainable.model.config._attn_implementation
         if recipe.s2_attention:

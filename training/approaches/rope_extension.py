@@ -8,9 +8,12 @@ from lm_eval_longmem_training.errors import TrainingError
 class RopeExtension(Approach):
     name = "rope_extension"
 
-    def build(self, recipe):
+    def check(self, recipe):
         if not recipe.method:
             raise TrainingError("approach=rope_extension needs method= (pi, ntk, yarn, ...).")
+        super().check(recipe)
+
+    def build(self, recipe):
         return load_pretrained(recipe)
 
 
