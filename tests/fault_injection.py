@@ -85,15 +85,42 @@ def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = 
 def process_gone(pid: int, timeout: float = 10) -> bool:
     """Whether process `pid` has ended (a zombie waiting to be reaped counts as ended)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, IndexError):
+        except (OSError, IndexError):
             return True
         if state in ("Z", "X"):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    return False
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Ids of live processes whose command line contains `text` (to find a killed parent's
+    children, which no longer have it as their parent)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in command and not process_gone(int(entry.name), timeout=0):
+            found.append(int(entry.name))
+    return found
+
+
+def none_left_mentioning(text: str, timeout: float = 10) -> bool:
+    """Whether every process mentioning `text` has ended within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while processes_mentioning(text):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 @dataclasses.dataclass

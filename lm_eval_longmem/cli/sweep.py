@@ -21,9 +21,11 @@ A sweep file is YAML, e.g.
   limit: null
 
 Each run is one `lm_eval --model longmem ... --output_path OUTPUT_PATH` process; its results
-go to OUTPUT_PATH/<model>__<method>[__<non-default args>]/results_<time>.json. Runs whose
-results file already records the same model_args, tasks, limit and metadata are skipped, so an
-interrupted sweep resumes. Command-line values replace the file's. Shipped examples: --examples.
+go to OUTPUT_PATH/<model>__<method>[__<non-default args>]/results_<time>.json (written under
+OUTPUT_PATH/.sweep_partial/ and moved there once lm_eval has finished). Runs whose results
+file already records the same model_args, tasks, limit and metadata are skipped, so an
+interrupted or killed sweep resumes. Command-line values replace the file's. Shipped
+examples: --examples.
 """
 
 
