@@ -10,6 +10,7 @@ should have, never repaired (a dangling `[1024,` is not taken for `(1024,)`).
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 import types
@@ -24,6 +25,9 @@ FALSE_STRINGS = ("false", "0", "no")
 _INTEGER = re.compile(r"[+-]?\d+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _BRACKETS = {"[": "]", "(": ")"}
+EXACT_FLOAT_INTEGERS = 2**53  # every integer up to here is a float exactly
+MAX_EXPONENT = 4000  # about Python's limit on the digits of an int read from text (4300)
+_FLOAT_OVERFLOW = 2**1024  # the smallest integer float() cannot hold
 
 
 class MalformedValueError(LongMemError, ValueError):
@@ -95,17 +99,33 @@ def _to_int(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)  # lm-eval reads `1e3` as 1000.0: an exact integer, not a guess
+        # lm-eval reads `1e3` as 1000.0: an exact integer. Past 2**53 a float no longer says which
+        # integer was typed (`1e23` is 99999999999999991611392.0): refused, never rounded.
+        if abs(value) <= EXACT_FLOAT_INTEGERS:
+            return int(value)
+        raise MalformedValueError(f"expected an integer such as 1024; {value:g} is too large to be read exactly "
+                                  "from a decimal point or an exponent: write all its digits")
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER.fullmatch(text):
             return int(text)
-        if _NUMBER.fullmatch(text) and float(text).is_integer():
-            return int(float(text))
+        if _NUMBER.fullmatch(text):  # `1e3`, `1024.0`: read exactly, whatever the size
+            exact = _exact_decimal(text)
+            if exact is not None and exact == exact.to_integral_value():
+                return int(exact)
     raise MalformedValueError("expected an integer such as 1024")
 
 
+def _exact_decimal(text: str) -> decimal.Decimal | None:
+    """`text` (already a well-formed number) as an exact Decimal, None past MAX_EXPONENT (a
+    `1e999999999` would take minutes to expand into its digits)."""
+    number = decimal.Decimal(text)
+    return number if abs(number.adjusted()) <= MAX_EXPONENT else None
+
+
 def _to_float(value: Any) -> float:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _FLOAT_OVERFLOW:
+        raise MalformedValueError("expected a finite number")  # float() would raise OverflowError
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
     elif isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
