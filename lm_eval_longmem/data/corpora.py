@@ -57,7 +57,7 @@ def load_corpus(name: str = "auto", option: str = "fc_corpus") -> Corpus:
 def check_corpus_name(name: str, option: str = "fc_corpus", error: type[Exception] = CorpusUnavailableError) -> None:
     """`name` is a corpus name or an existing path; else `error` with the names and the closest
     one (tasks check this before any model loads, with their own option error)."""
-    if name in CORPUS_NAMES or Path(os.path.expanduser(name)).exists():
+    if name in CORPUS_NAMES or (name.strip() and Path(os.path.expanduser(name)).exists()):  # '' is no path (not '.')
         return
     from lm_eval_longmem.suggestions import did_you_mean
 

@@ -15,12 +15,14 @@ message names the option, the value given and what is allowed; the start-up chec
 from __future__ import annotations
 
 import dataclasses
+import os
+import types
 import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.typed_values import coerce, show_value
+from lm_eval_longmem.typed_values import MalformedValueError, coerce, show_value
 
 T = TypeVar("T")
 
@@ -62,11 +64,36 @@ def read_task_options(
 
 
 def convert(value: Any, annotation: Any) -> Any:
-    """`value` as `annotation`; integer lists come back sorted and without repeats."""
+    """`value` as `annotation`; integer lists come back sorted and without repeats.
+
+    A text option (a corpus, a folder, a choice) takes text only: lm-eval has already turned an
+    unquoted `007`, `1e3`, `NaN` or `true` into a number or a boolean, and writing that back
+    as text would not give what was typed (`7`, `1000.0`, `nan`, `True`)."""
+    if _is_text(annotation) and not isinstance(value, str) and not (value is None and annotation is not str):
+        if isinstance(value, os.PathLike):  # the Python API may pass a Path
+            return os.fspath(value)
+        raise MalformedValueError(
+            f"expected text, but it was read as {_kind(value)}: quote it ('...') to keep the text as typed")
     converted = coerce(value, annotation)
     if isinstance(converted, tuple) and all(isinstance(v, int) for v in converted):
         return tuple(sorted(set(converted)))
     return converted
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a list or mapping" if isinstance(value, (list, tuple, dict, set)) else type(value).__name__
+
+
+def _is_text(annotation: Any) -> bool:
+    """`str` or `str | None`."""
+    return annotation is str or (typing.get_origin(annotation) in (typing.Union, types.UnionType)
+                                 and set(typing.get_args(annotation)) == {str, type(None)})
 
 
 def check_range(option: str, value: Any, minimum: int, maximum: int | None = None,
