@@ -44,11 +44,12 @@ def method_listing(only: str | None = None) -> str:
 def get_method(name: str) -> type[LongMemMethod]:
     """The method called exactly `name` (names are lower case: `YARN` is refused, `yarn` suggested)."""
     methods = available_methods()
-    if name not in methods:
+    if not isinstance(name, str) or name not in methods:  # lm-eval may hand over a number, list or mapping
         from lm_eval_longmem.suggestions import did_you_mean
 
+        hint = did_you_mean(name, methods, form="method={}") if isinstance(name, str) else ""
         raise UnknownMethodError(
-            f"Unknown method={name!r}.{did_you_mean(name, methods, form='method={}')} Valid methods: "
+            f"Unknown method={name!r}.{hint} Valid methods: "
             f"{', '.join(methods)} (`lm-eval-longmem methods` lists each with its arguments)."
         )
     return methods[name]

@@ -73,8 +73,15 @@ def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], d
     Shared by the model and by tasks that size their inputs before meeting the model, so both
     see the same method.
     """
-    if method is not None or pretrained is None:
-        return method or default, model_args
+    if isinstance(method, str) and not method.strip():  # `method=$METHOD` with nothing in it: not the default
+        from lm_eval_longmem.models.methods import UnknownMethodError, available_methods
+
+        raise UnknownMethodError(
+            f"method= is empty: name a method ({', '.join(available_methods())}), or leave method= out for "
+            f"{default} (or the method the checkpoint records)."
+        )
+    if method is not None or pretrained is None:  # not `method or default`: method=0 is no method, not vanilla
+        return default if method is None else method, model_args
     recorded = recorded_method(checkpoint_config(pretrained, model_args))
     if recorded is None:
         return default, model_args
