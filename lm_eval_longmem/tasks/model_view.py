@@ -65,7 +65,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
     config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source
     tokenizer, config = _load(source, config_source, bool(metadata.get("trust_remote_code", False)))
     name = metadata.get("method")
-    if name is not None and name not in available_methods():  # someone else's `method=`
+    if name is not None and (not isinstance(name, str) or name not in available_methods()):  # someone else's `method=`
         name = DEFAULT_METHOD
     pretrained = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else None
     name, arguments = resolve_method(pretrained, name, metadata, DEFAULT_METHOD)
