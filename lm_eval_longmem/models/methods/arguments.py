@@ -11,6 +11,11 @@ from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.typed_values import coerce
 
 
+# Every integer argument of a method counts or sizes tokens; past int64 it cannot index a tensor
+# (and float(10**400), as a default derived from it, raises OverflowError).
+LARGEST_COUNT = 2**63 - 1
+
+
 class MethodArgumentError(LongMemError, ValueError):
     """An argument of a long-memory method is unknown or has the wrong type."""
 
@@ -42,6 +47,11 @@ def parse_args(method_name: str, args_cls: type, raw: dict[str, Any]):
                 f"method={method_name}: argument {name}={value!r} is not a valid "
                 f"{_type_name(hints[name])} ({err})"
             ) from None
+        if type(values[name]) is int and abs(values[name]) > LARGEST_COUNT:
+            raise MethodArgumentError(
+                f"method={method_name}: argument {name}={value!r} is out of range: integer arguments are token "
+                f"counts and sizes, at most {LARGEST_COUNT} (what a tensor index holds)"
+            )
     try:
         return args_cls(**values)
     except TypeError as err:  # a required argument is missing

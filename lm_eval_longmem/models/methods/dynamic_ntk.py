@@ -47,6 +47,8 @@ class DynamicNTKArgs(TargetArgs):
         super().__post_init__()
         if self.s < 1:
             raise ValueError(f"s must be >= 1, got {self.s}")
+        if self.training_length is not None and self.training_length < 1:  # 0 would silently mean C
+            raise ValueError(f"training_length must be a positive number of tokens, got {self.training_length}")
         if self.variant == "hf" and self.training_length is not None:
             raise ValueError(
                 "training_length (C') is a setting of variant=frozen; transformers' `dynamic` type "

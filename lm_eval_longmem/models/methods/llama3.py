@@ -16,6 +16,16 @@ class Llama3Args(TargetArgs):
     low_freq_factor: float = dataclasses.field(default=1.0, metadata={"help": "Llama 3.1's low_freq_factor"})
     high_freq_factor: float = dataclasses.field(default=4.0, metadata={"help": "Llama 3.1's high_freq_factor"})
 
+    def __post_init__(self):
+        super().__post_init__()
+        # The frequency bands are wavelengths C / low_freq_factor and C / high_freq_factor, and the
+        # ramp between them divides by their difference: 0 < low < high, or the rope type fails or inverts.
+        if not 0 < self.low_freq_factor < self.high_freq_factor:
+            raise ValueError(
+                f"need 0 < low_freq_factor < high_freq_factor, got low_freq_factor={self.low_freq_factor}, "
+                f"high_freq_factor={self.high_freq_factor} (Llama 3.1: 1 and 4)"
+            )
+
 
 class Llama3(RopeExtensionMethod):
     name = "llama3"

@@ -26,6 +26,8 @@ class SelfExtendArgs:
     def __post_init__(self):
         if self.window < 0 or self.group < 1:
             raise ValueError(f"need window >= 0 and group >= 1, got window={self.window}, group={self.group}")
+        if self.original_length is not None and self.original_length < 1:  # 0 would silently mean the checkpoint's
+            raise ValueError(f"original_length must be a positive number of tokens, got {self.original_length}")
 
 
 class SelfExtend(LongMemMethod):

@@ -30,7 +30,7 @@ class StatedCLMArgs(BudgetArgs):
         if self.sigma is None:  # resolved here so results and run names record the number used
             object.__setattr__(self, "sigma", float(self.max_context_length))
         if self.sigma <= 0:
-            raise ValueError("sigma must be positive")
+            raise ValueError(f"sigma must be positive, got {self.sigma}")
 
 
 class StatedCLMPolicy(CachePolicy):

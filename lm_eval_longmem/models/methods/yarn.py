@@ -25,6 +25,11 @@ class YarnArgs(TargetArgs):
         super().__post_init__()
         if self.beta_fast <= self.beta_slow:
             raise ValueError(f"beta_fast ({self.beta_fast}) must be larger than beta_slow ({self.beta_slow})")
+        # Both are rotation counts whose logarithm sets a correction dimension: 0 or less has none.
+        if self.beta_slow <= 0:
+            raise ValueError(f"beta_slow must be a positive number of rotations, got {self.beta_slow}")
+        if self.attention_factor is not None and self.attention_factor <= 0:
+            raise ValueError(f"attention_factor scales q and k and must be positive, got {self.attention_factor}")
 
 
 class YaRN(RopeExtensionMethod):
