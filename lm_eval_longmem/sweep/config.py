@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import LongMemError
 
 DEFAULT_MODEL_TOKENS = (None, "default")
+AUTO_BATCH_SIZE = re.compile(r"auto(:[1-9][0-9]*)?")  # lm-eval's `auto` and `auto:N` (N recomputations)
 
 
 class SweepConfigError(LongMemError, ValueError):
@@ -77,6 +80,8 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise SweepConfigError(f"{path} is not valid YAML: {err}") from None
+    except RecursionError:  # PyYAML recurses once per level: `[[[[...` a few hundred deep
+        raise SweepConfigError(f"{path}: lists or mappings nested too deeply to read") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -86,7 +91,7 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
 
 def build_config(raw: dict[str, Any], source: str = "the sweep") -> SweepConfig:
     """Check every key and value of a raw mapping (file contents merged with command-line values)."""
-    unknown = sorted(set(raw) - set(KEYS))
+    unknown = _sorted_keys(set(raw) - set(KEYS))
     if unknown:
         valid = "\n".join(f"  {key}: {help}" for key, help in KEYS.items())
         raise SweepConfigError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}. Valid keys:\n{valid}")
@@ -105,23 +110,21 @@ def build_config(raw: dict[str, Any], source: str = "the sweep") -> SweepConfig:
     if "method" in config.model_args:
         raise SweepConfigError(f"{source}: put methods under 'methods', not model_args.method")
     if raw.get("output_path") is not None:
-        config.output_path = str(raw["output_path"])
+        config.output_path = _text(raw["output_path"], "output_path", source)
     if raw.get("per_task") is not None:
         if not isinstance(raw["per_task"], bool):
             raise SweepConfigError(f"{source}: per_task must be true or false, got {raw['per_task']!r}")
         config.per_task = raw["per_task"]
     if raw.get("limit") is not None:
-        limit = raw["limit"]
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
-            raise SweepConfigError(f"{source}: limit must be a positive number (a count, or a fraction below 1), got {limit!r}")
-        config.limit = float(limit)
+        config.limit = _limit(raw["limit"], source)
     if raw.get("batch_size") is not None:
         size = raw["batch_size"]
-        if not (isinstance(size, int) and not isinstance(size, bool) and size > 0) and not (isinstance(size, str) and size.startswith("auto")):
-            raise SweepConfigError(f"{source}: batch_size must be a positive integer or 'auto', got {size!r}")
+        if not (isinstance(size, int) and not isinstance(size, bool) and size > 0) and not (
+                isinstance(size, str) and AUTO_BATCH_SIZE.fullmatch(size)):
+            raise SweepConfigError(f"{source}: batch_size must be a positive integer, 'auto' or 'auto:N', got {size!r}")
         config.batch_size = size
     if raw.get("device") is not None:
-        config.device = str(raw["device"])
+        config.device = _text(raw["device"], "device", source)
     for key in ("lm_eval_args", "launcher"):
         if raw.get(key) is not None:
             values = raw[key]
@@ -130,7 +133,40 @@ def build_config(raw: dict[str, Any], source: str = "the sweep") -> SweepConfig:
             if not isinstance(values, list) or not all(isinstance(v, (str, int, float)) for v in values):
                 raise SweepConfigError(f"{source}: {key} must be a list of strings, got {values!r}")
             setattr(config, key, [str(v) for v in values])
+    check_task_options(config)
     return config
+
+
+def check_task_options(config: SweepConfig) -> None:
+    """The tasks' options (`metadata`, with each model's arguments, as lm-eval merges them) are
+    checked now, as `lm_eval` checks them at start-up: a bad one fails the sweep once, before
+    anything runs, not every run one after the other."""
+    from lm_eval_longmem.preflight import check_task_options as check
+
+    for model in config.models:
+        check(config.tasks, {**model, **config.model_args, **config.metadata})
+
+
+def _limit(limit, source: str) -> float:
+    """lm-eval reads a limit below 1 as a fraction of the documents and any other as a count (1.5
+    would quietly be 1 document): a count must be a whole number."""
+    if (isinstance(limit, bool) or not isinstance(limit, (int, float)) or not math.isfinite(limit) or limit <= 0
+            or (limit >= 1 and limit != int(limit))):
+        raise SweepConfigError(
+            f"{source}: limit must be a positive number (a whole count, or a fraction below 1), got {limit!r}")
+    return float(limit)
+
+
+def _text(value, key: str, source: str) -> str:
+    """A folder or device name as written: YAML's numbers, dates and lists are not one."""
+    if not isinstance(value, str) or not value.strip():
+        raise SweepConfigError(f"{source}: {key} must be a non-empty string (quote it in YAML), got {value!r}")
+    return value
+
+
+def _sorted_keys(keys) -> list:
+    """Unknown keys in a stable order, whatever YAML made of them (`1:` is an int, `null:` None)."""
+    return sorted(keys, key=lambda key: (str(type(key)), str(key)))
 
 
 def _as_list(value):
@@ -150,8 +186,8 @@ def _mapping(value, key: str, source: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise SweepConfigError(f"{source}: {key} must be a mapping of names to values, got {value!r}")
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        json.dumps(value, allow_nan=False)  # as each run's command line will carry it (JSON has no nan)
+    except (TypeError, ValueError, RecursionError):
         raise SweepConfigError(f"{source}: {key} must hold plain values (numbers, strings, lists), got {value!r}") from None
     return dict(value)
 
@@ -161,13 +197,15 @@ def _model(entry, source: str) -> dict[str, Any]:
     if entry in DEFAULT_MODEL_TOKENS:
         return {}
     if isinstance(entry, str):
-        return {"pretrained": entry}
+        return {"pretrained": _text(entry, "a models entry", source)}
     if isinstance(entry, dict):
         args = _mapping(entry, "a models entry", source)
         if "method" in args:
             raise SweepConfigError(f"{source}: a models entry sets method= ({entry!r}); put methods under 'methods'")
         if args.get("pretrained") in DEFAULT_MODEL_TOKENS:
             args.pop("pretrained", None)
+        else:
+            _text(args["pretrained"], "a models entry's pretrained", source)
         return args
     raise SweepConfigError(f"{source}: each models entry must be null/default, a model id or folder, or a mapping, got {entry!r}")
 
@@ -177,17 +215,18 @@ def _method(entry, source: str) -> MethodSpec:
         return parse_method_token(entry, source)
     if not isinstance(entry, dict):
         raise SweepConfigError(f"{source}: each methods entry must be a name or a mapping with {', '.join(METHOD_KEYS)}, got {entry!r}")
-    unknown = sorted(set(entry) - set(METHOD_KEYS))
+    unknown = _sorted_keys(set(entry) - set(METHOD_KEYS))
     if unknown or not isinstance(entry.get("name"), str):
         raise SweepConfigError(
             f"{source}: methods entry {entry!r}: "
             + (f"unknown key(s) {', '.join(map(repr, unknown))}; " if unknown else "")
-            + f"valid keys: name (required), args (a mapping or a list of mappings: one run each), "
+            + "valid keys: name (required), args (a mapping or a list of mappings: one run each), "
             "grid (a mapping of argument -> list of values: one run per combination)"
         )
     name = entry["name"]
-    base = [_mapping(a, f"methods[{name}].args", source) for a in _as_list(entry.get("args") or {})]
-    grid = _mapping(entry.get("grid") or {}, f"methods[{name}].grid", source)
+    args = entry.get("args")
+    base = [_mapping(a, f"methods[{name}].args", source) for a in ([{}] if args is None or args == [] else _as_list(args))]
+    grid = _mapping({} if entry.get("grid") is None else entry["grid"], f"methods[{name}].grid", source)
     combos = [{}]
     for arg, values in grid.items():
         values = _as_list(values)
