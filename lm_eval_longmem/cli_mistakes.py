@@ -23,7 +23,8 @@ LIST_COMMAND = "lm_eval ls tasks"
 
 
 def install_option_parsing(cli_utils_module=None) -> bool:
-    """A malformed JSON value of a key=value option (`--metadata '{"fc_samples": 3'`) is one line."""
+    """A malformed JSON value of a key=value option (`--metadata '{"fc_samples": 3'`, or `[[[...` nested
+    past Python's recursion limit) is one line."""
     if cli_utils_module is None:
         import lm_eval._cli.utils as cli_utils_module
     action = getattr(cli_utils_module, "MergeDictAction", None)
@@ -35,10 +36,11 @@ def install_option_parsing(cli_utils_module=None) -> bool:
     def __call__(self, parser, namespace, values, option_string=None):
         try:
             return original(self, parser, namespace, values, option_string)
-        except ValueError as err:  # lm-eval's own `key=value` mistakes already go through parser.error
+        except (ValueError, RecursionError) as err:  # lm-eval's own `key=value` mistakes go through parser.error
             from lm_eval_longmem.errors import UsageError, exit_for_usage_error
 
-            exit_for_usage_error(UsageError(f"argument {option_string or self.dest}: {err}"), parser.prog)
+            reason = "lists or mappings nested too deeply to read" if isinstance(err, RecursionError) else err
+            exit_for_usage_error(UsageError(f"argument {option_string or self.dest}: {reason}"), parser.prog)
 
     setattr(__call__, _MARKER, True)
     action.__call__ = __call__

@@ -257,4 +257,6 @@ def parse_key_values(text: str | list[str], source: str) -> dict[str, Any]:
             result.update(parsed if isinstance(parsed, dict) else key_val_to_dict(part))
         except (ValueError, SyntaxError) as err:
             raise SweepConfigError(f"{source}: cannot read {part!r} as key=value pairs ({err})") from None
+        except RecursionError:  # json.loads recurses once per `[`
+            raise SweepConfigError(f"{source}: cannot read a value nested this deeply as key=value pairs") from None
     return result
