@@ -41,7 +41,7 @@ from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, MethodArgumentError, available_methods
 from lm_eval_longmem.models.methods.arguments import parse_args
 from lm_eval_longmem.models.methods.recorded import method_from_model_args
-from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file
+from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values
 from lm_eval_longmem.sweep.plan import plan_runs
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.typed_values import coerce
@@ -509,6 +509,9 @@ def test_generated_bad_inputs_through_the_commands_are_one_error_line(method_cas
                   "--tasks", "forgetting_curve"], field) for method, field, text in method_cases]
     commands += [([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", task, "--metadata", f"{key}={text}"], key)
                  for task, key, text in option_cases]
+    deep = "[" * 5000  # lm-eval's JSON reading recursed past Python's limit: a RecursionError traceback
+    commands.append(([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve", "--metadata", deep],
+                     "--metadata: lists or mappings nested too deeply"))
     for number, (sweep, mistake) in enumerate(sweeps):
         bad_sweep = tmp_path_factory.getbasetemp() / f"fuzz_bad_sweep_{number}.yaml"
         bad_sweep.write_text(yaml.safe_dump({**sweep, **mistake}), encoding="utf-8")
@@ -603,3 +606,5 @@ def test_a_sweep_file_nested_too_deeply_is_one_message(tmp_path):
     path.write_text("[" * 1000, encoding="utf-8")
     with pytest.raises(SweepConfigError, match="nested too deeply"):  # was RecursionError
         load_sweep_file(path)
+    with pytest.raises(SweepConfigError, match="nested this deeply"):  # sweep --metadata '[[[...': the same
+        parse_key_values("[" * 5000, "--metadata")
