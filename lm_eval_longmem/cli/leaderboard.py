@@ -50,9 +50,10 @@ def main(argv: list[str]) -> int:
         board = sort_leaderboard(board, args.sort, ascending=True if args.ascending else None)
     text = render(board, args.format)
     if args.output:
+        from lm_eval_longmem.atomic_files import write_text
+
         out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        write_text(out, text)  # whole or not at all: scripts read this file
         print(f"wrote {out} ({len(board.rows)} rows)")
     else:
         print(text, end="")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lm_eval_longmem.atomic_files import atomic_write
 from lm_eval_longmem.errors import LongMemError
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ def pyplot():
 
 def save_figure(fig: Figure, output: str | Path) -> Path:
     output = check_output(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, format=FORMATS[output.suffix.lower()], dpi=DPI, bbox_inches="tight")
+    with atomic_write(output) as handle:  # a plot killed while saving leaves no half image
+        fig.savefig(handle, format=FORMATS[output.suffix.lower()], dpi=DPI, bbox_inches="tight")
     pyplot().close(fig)
     return output
 
