@@ -61,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="recipe keys to override")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        from lm_eval_longmem_training.loop import train
         from lm_eval_longmem_training.recipe_loading import find_recipe, load_recipe
 
-        recipe = load_recipe(args.recipe, args.overrides)
+        recipe = load_recipe(args.recipe, args.overrides)  # checked in full before torch loads
+        from lm_eval_longmem_training.loop import train
+
         summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))
     except TrainingError as err:
         print(f"lm-eval-longmem train: error: {err}", file=sys.stderr)
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def done_line(summary: dict) -> str:
     """The run's end in words (was the summary dict as Python prints it)."""
+    if summary.get("finished"):  # an earlier run did it all: say what is there
+        return summary["message"]
     line = (f"done: {summary['steps']:,} steps, {summary['tokens']:,} tokens in all, "
             f"{summary['tokens_per_second']:,.0f} tokens/s this run")
     return line + (f"; export: {summary['export']}" if "export" in summary else "; no export written")

@@ -17,31 +17,39 @@ from pathlib import Path
 import torch
 
 from lm_eval_longmem_training.approaches import get_approach
-from lm_eval_longmem_training.checkpoints import (
-    CHECKPOINTS, RunProgress, check_resumable, latest_checkpoint, save_checkpoint,
-)
+from lm_eval_longmem_training.atomic_files import partial_path, replace_folder
+from lm_eval_longmem_training.checkpoints import RunProgress, load_newest_loadable, save_checkpoint
 from lm_eval_longmem_training.data.batch_order import BatchOrder
 from lm_eval_longmem_training.data.packing import packed_chunks
 from lm_eval_longmem_training.data.text_sources import open_text_source
 from lm_eval_longmem_training.optimization import make_optimizer, make_scheduler, mixed_precision_for
-from lm_eval_longmem_training.progress import METRICS_FILE, TrainingLog
+from lm_eval_longmem_training.progress import TrainingLog
+from lm_eval_longmem_training.preflight import check_files
 from lm_eval_longmem_training.recipe import Recipe, to_plain
+from lm_eval_longmem_training.recipe_loading import check_recipe
+from lm_eval_longmem_training.run_folder import EXPORT, finished_run, prepare_output_dir
 from lm_eval_longmem_training.weight_average import WeightAverage
-
-EXPORT = "export"
 
 
 def train(recipe: Recipe, recipe_source: str = "") -> dict:
-    """Run (or resume) `recipe`; returns a summary (steps, tokens, export directory)."""
+    """Run (or resume) `recipe`; returns a summary (steps, tokens, export directory; `finished`
+    when an earlier run had already done all of it and nothing was trained or written)."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    check_recipe(recipe)
+    check_files(recipe)
     output_dir = Path(recipe.output_dir)
     trackers = None if recipe.log_with in ("", "none") else recipe.log_with.split(",")
     accelerator = Accelerator(
         mixed_precision=mixed_precision_for(recipe.mixed_precision), log_with=trackers, project_dir=str(output_dir)
     )
     resume_from = prepare_output_dir(accelerator, output_dir, recipe)
+    last_step = recipe.max_steps if not recipe.stop_after_steps else min(recipe.max_steps, recipe.stop_after_steps)
+    finished = resume_from is not None and finished_run(resume_from, recipe, last_step)
+    if finished:
+        end_processes(accelerator)
+        return finished
     set_seed(recipe.seed)
 
     approach = get_approach(recipe.approach)
@@ -61,7 +69,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     if average is not None:
         accelerator.register_for_checkpointing(average)
     if resume_from is not None:
-        accelerator.load_state(str(resume_from))
+        resume_from = load_newest_loadable(accelerator, output_dir, resume_from)
         accelerator.print(f"Resumed from {resume_from} at step {progress.step}.")
     accelerator.init_trackers(recipe.name, config={k: str(v) for k, v in to_plain(recipe).items()})
 
@@ -69,7 +77,6 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
                        accelerator.process_index, recipe.seed)
     tokens_per_step = order.samples_per_step * recipe.seq_len
     log = TrainingLog(accelerator, output_dir, progress.step, recipe.max_steps, recipe.progress_bar)
-    last_step = recipe.max_steps if not recipe.stop_after_steps else min(recipe.max_steps, recipe.stop_after_steps)
     model.train()
     started = time.perf_counter()
     first_step = progress.step
@@ -81,15 +88,16 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         progress.tokens += tokens_per_step
         log.step(progress.step, loss, scheduler.get_last_lr()[0], tokens_per_step, progress.tokens,
                  write=progress.step % recipe.log_every == 0 or progress.step == last_step)
-        if recipe.save_every and progress.step % recipe.save_every == 0 and progress.step < recipe.max_steps:
+        # the last step is always saved: a killed export resumes from it, a larger max_steps continues it
+        if progress.step == last_step or (recipe.save_every and progress.step % recipe.save_every == 0):
             save_checkpoint(accelerator, output_dir, recipe, progress)
     log.close()
     elapsed = time.perf_counter() - started
     summary = {"steps": progress.step, "tokens": progress.tokens,
                "tokens_per_second": (progress.step - first_step) * tokens_per_step / max(elapsed, 1e-9)}
     if progress.step < recipe.max_steps:
-        save_checkpoint(accelerator, output_dir, recipe, progress)
-        accelerator.print(f"Stopped at step {progress.step} (stop_after_steps); resume with the same command.")
+        accelerator.print(f"Stopped at step {progress.step} (stop_after_steps); resume with the same command "
+                          "without stop_after_steps (or with a larger one).")
     elif recipe.export:
         if average is not None:
             average.copy_to(accelerator.unwrap_model(model))
@@ -144,28 +152,11 @@ def load_chunks(recipe: Recipe, tokenizer, num_processes: int):
     return packed_chunks(source, tokenizer, recipe.seq_len, max_tokens=recipe.data_max_tokens or needed)
 
 
-def prepare_output_dir(accelerator, output_dir: Path, recipe: Recipe) -> Path | None:
-    """The checkpoint to resume from (checked against the recipe), or None for a fresh run; with
-    resume=never an earlier run in the folder is moved aside, never deleted."""
-    latest = latest_checkpoint(output_dir)
-    if latest is not None and recipe.resume == "auto":
-        check_resumable(latest, recipe)
-        return latest
-    if accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        earlier = [output_dir / name for name in (CHECKPOINTS, METRICS_FILE, EXPORT) if (output_dir / name).exists()]
-        if earlier:
-            aside = output_dir / f"previous-{time.strftime('%Y%m%d-%H%M%S')}"
-            aside.mkdir()
-            for path in earlier:
-                shutil.move(str(path), str(aside / path.name))
-            print(f"An earlier run in {output_dir} was moved to {aside}.")
-    accelerator.wait_for_everyone()
-    return None
-
-
 def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_source: str, progress: RunProgress) -> Path:
+    """Write the export beside its place (`export.partial`) and rename it in when complete: a kill
+    at any moment leaves the previous export or none, never one missing files."""
     directory = Path(recipe.output_dir) / EXPORT
+    partial = partial_path(directory)
     accelerator.wait_for_everyone()
     unwrapped = accelerator.unwrap_model(model)
     sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")
@@ -177,7 +168,9 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
             "steps": progress.step, "tokens": progress.tokens, "recipe_values": json.loads(json.dumps(to_plain(recipe))),
         }
         set_use_cache(unwrapped, True)
-        approach.export(trainable, unwrapped, directory, run_record, state_dict)
+        shutil.rmtree(partial, ignore_errors=True)
+        approach.export(trainable, unwrapped, partial, run_record, state_dict)
+        replace_folder(partial, directory)
         accelerator.print(f"Exported to {directory}: lm_eval --model longmem --model_args pretrained={directory} ...")
     accelerator.wait_for_everyone()
     return directory

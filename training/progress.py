@@ -10,6 +10,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from lm_eval_longmem_training.atomic_files import write_text
+
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -43,11 +45,21 @@ class TrainingLog:
 
 
 def keep_metrics_before(path: Path, first_step: int) -> None:
-    """Drop lines of steps after `first_step` (a killed run logged past its last checkpoint)."""
+    """Drop lines of steps after `first_step` (a killed run logged past its last checkpoint),
+    and a last line cut short by the kill; the file is replaced in one rename."""
     if not path.is_file():
         return
-    lines = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= first_step]
-    path.write_text("".join(line + "\n" for line in lines))
+    lines = path.read_text().splitlines()
+    kept = [line for line in lines if (step := step_of_line(line)) is not None and step <= first_step]
+    if kept != lines:
+        write_text(path, "".join(line + "\n" for line in kept))
+
+
+def step_of_line(line: str) -> int | None:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def read_metrics(output_dir: Path) -> list[dict]:
