@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,11 @@ def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
     path = find_recipe(name_or_path)
     where = f"in recipe {path.stem if path.parent == RECIPES_DIR else path}"
     values = read_recipe_file(path)
-    shown = {name: (show_value(value), where) for name, value in values.items()}
+    shown = {name: (in_one_line(value), where) for name, value in values.items()}
     values.setdefault("name", path.stem)
     for item in overrides:
         name, text = apply_override(values, item)
-        shown[name] = (text, COMMAND_LINE)
+        shown[name] = (in_one_line(text), COMMAND_LINE)
     recipe = build_recipe(values, shown)
     if not recipe.output_dir:
         recipe.output_dir = str(Path("runs") / recipe.name)
@@ -79,13 +80,14 @@ def read_recipe_file(path: Path) -> dict[str, Any]:
     if values is None:
         return {}
     if not isinstance(values, dict):
-        raise TrainingError(f"{path}: a recipe is a mapping of keys to values, not {show_value(values)}.")
+        raise TrainingError(f"{path}: a recipe is a mapping of keys to values, not {in_one_line(values)}.")
     refuse_unknown_keys(values, f"in {path}")
     return values
 
 
 def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:
-    """Set one `key=value` (or `mapping.entry=value`) in `values`; returns the key and the value as typed."""
+    """Set one `key=value` (or `mapping.entry=value`) in `values`; returns the key (the mapping's,
+    for an entry) and the value as typed."""
     name, sep, text = item.partition("=")
     head, dot, entry = name.partition(".")
     if not sep or not head:
@@ -104,7 +106,14 @@ def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:
         values[head] = read_override_yaml(item, text)
     else:  # text as typed; numbers, booleans, choices and lists are read from it by `coerce`, strictly
         values[head] = text
-    return name, text
+    return head, text
+
+
+def in_one_line(value: Any) -> str:
+    """A value as typed, for a one-line message: repr() where it holds a line break or another
+    control character."""
+    text = show_value(value)
+    return text if text.isprintable() else repr(text)
 
 
 def read_override_yaml(item: str, text: str) -> Any:
@@ -116,7 +125,7 @@ def read_override_yaml(item: str, text: str) -> Any:
 
 def refuse_unknown_keys(values: dict, where: str) -> None:
     known = recipe_fields()
-    unknown = [str(name) for name in values if name not in known]
+    unknown = [in_one_line(str(name)) for name in values if name not in known]
     if unknown:
         suggestion = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
         raise TrainingError(
@@ -126,7 +135,7 @@ def refuse_unknown_keys(values: dict, where: str) -> None:
 
 def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]]) -> Recipe:
     """`shown`: each key's value as typed and where it came from, for messages."""
-    typed = {name: coerce_key(name, value, *shown.get(name, (show_value(value), ""))) for name, value in values.items()}
+    typed = {name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()}
     recipe = Recipe(**typed)
     check_recipe(recipe, shown)
     return recipe
@@ -139,6 +148,10 @@ def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
             return {}
         if not isinstance(value, dict):
             raise TrainingError(f"{name}={text} {where} is not valid: expected a mapping such as {{factor: 8}}.")
+        for entry, item in value.items():
+            if not all_finite(item):
+                raise TrainingError(f"{name}.{in_one_line(entry)}={in_one_line(item)} {where} is not valid: expected "
+                                    "finite numbers.")
         return dict(value)
     if annotation is str and value is None:
         return ""
@@ -150,6 +163,18 @@ def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
         choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
         hint = did_you_mean(str(value), choices) if choices else ""
         raise TrainingError(f"{name}={text} {where} is not valid: {err}.{hint}") from None
+
+
+def all_finite(value: Any) -> bool:
+    """No infinity or NaN anywhere in a mapping entry (YAML's .inf and .nan): no config or method
+    argument means them, and a NaN rope_theta would train on NaNs without a word."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(all_finite(v) for v in value)
+    return True
 
 
 def plain_enough(value: Any, annotation: Any) -> bool:
@@ -179,7 +204,7 @@ def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None
         check = field.metadata.get("check")
         value = getattr(recipe, field.name)
         if check is not None and not check.allows(value):
-            text, where = (shown or {}).get(field.name, (show_value(value), ""))
+            text, where = (shown or {}).get(field.name, (in_one_line(value), ""))
             kind = expected_kind(key_types()[field.name])
             wrong = "is empty: expected " + kind + " that is not empty" if isinstance(check, NotEmpty) else \
                 f"is out of range: expected {kind} {check}"

@@ -83,8 +83,9 @@ CoreSchemaLoader.yaml_constructors = {
 
 def _read(text: str) -> tuple[Any, Any]:
     """The document's root node and its value (None, None for an empty document)."""
-    loader = CoreSchemaLoader(text)
+    loader = None
     try:
+        loader = CoreSchemaLoader(text)  # refuses control characters at once
         node = loader.get_single_node()
         if node is None:
             return None, None
@@ -95,7 +96,8 @@ def _read(text: str) -> tuple[Any, Any]:
     except RecursionError:
         raise RecipeYamlError("nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_yaml_value(text: str) -> Any:

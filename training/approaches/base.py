@@ -52,10 +52,18 @@ def build_method(recipe: Recipe):
     """The recipe's long-memory method (None when it names none), with its arguments checked."""
     if not recipe.method:
         return None
-    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
+    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError, get_method
     from lm_eval_longmem.models.methods import build_method as build
+    from lm_eval_longmem.models.methods.arguments import field_names
+    from lm_eval_longmem.suggestions import did_you_mean
 
     try:
+        known = field_names(get_method(recipe.method).Args)
+        unknown = [str(name) for name in recipe.method_args if name not in known]
+        if unknown:  # build_method expects only its own arguments (lm-eval's front end splits them off)
+            raise TrainingError(
+                f"method_args.{unknown[0]}: method={recipe.method} has no argument {unknown[0]!r}."
+                f"{did_you_mean(unknown[0], known, form='method_args.{}')} Its arguments: {', '.join(sorted(known))}.")
         return build(recipe.method, recipe.method_args)
     except (MethodArgumentError, UnknownMethodError) as err:
         raise TrainingError(f"recipe method: {err}") from None
