@@ -1,0 +1,120 @@
+"""SIGKILL a training run at a chosen point of its work, seen from outside by polling its folder
+every half millisecond: while it writes a checkpoint (`checkpoints/step-N.partial` exists), while
+it deletes an old one (`.deleting`), while it writes the export (`export.partial`), or after its
+n-th logged step. A checkpoint or export write of the tiny model lasts about 8-12 ms, so a kill
+soon after the folder appears lands inside it; `where_it_landed` says afterwards what it hit."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from training_helpers import tiny_overrides
+
+CLI = str(Path(sys.executable).parent / "lm-eval-longmem")
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}  # its lines land before a kill
+
+
+def train_command(recipe: str, model_dir, corpus_file, output_dir: Path, **settings) -> list[str]:
+    return [CLI, "train", recipe, *tiny_overrides(model_dir, corpus_file, output_dir, **settings)]
+
+
+def entries(folder: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return []
+
+
+def logged_steps(output_dir: Path) -> int:
+    try:
+        return (output_dir / "metrics.jsonl").read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def checkpoint_write(output_dir: Path, at_least_step: int = 0) -> Callable[[], bool]:
+    def writing() -> bool:
+        found = (re.fullmatch(r"step-(\d+)\.partial", n) for n in entries(output_dir / "checkpoints"))
+        return any(m and int(m.group(1)) >= at_least_step for m in found)
+    return writing
+
+
+def checkpoint_deletion(output_dir: Path) -> Callable[[], bool]:
+    return lambda: any(n.endswith(".deleting") for n in entries(output_dir / "checkpoints"))
+
+
+def export_write(output_dir: Path) -> Callable[[], bool]:
+    return lambda: "export.partial" in entries(output_dir)
+
+
+def after_steps(output_dir: Path, steps: int) -> Callable[[], bool]:
+    return lambda: logged_steps(output_dir) >= steps
+
+
+@dataclasses.dataclass
+class Attempt:
+    killed: bool  # False: the run ended before the trigger fired
+    returncode: int
+    output: str
+
+
+def run_until(command: list[str], trigger: Callable[[], bool], delay: float, log: Path, timeout: float = 600) -> Attempt:
+    """Run `command`; SIGKILL it `delay` seconds after `trigger()` first holds."""
+    with open(log, "w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=ENV)
+        deadline = time.monotonic() + timeout
+        killed = False
+        try:
+            while process.poll() is None and time.monotonic() < deadline:
+                if trigger():
+                    time.sleep(delay)
+                    process.send_signal(signal.SIGKILL)
+                    killed = True
+                    break
+                time.sleep(0.0005)
+        finally:
+            if process.poll() is None and not killed:
+                process.kill()
+            process.wait()
+    return Attempt(killed and process.returncode == -signal.SIGKILL, process.returncode, log.read_text(errors="replace"))
+
+
+def where_it_landed(output_dir: Path) -> str:
+    """What a killed run was doing, from what it left half-done."""
+    checkpoints = entries(output_dir / "checkpoints")
+    if any(n.endswith(".partial") for n in checkpoints):
+        return "checkpoint write"
+    if "export.partial" in entries(output_dir) or "export.old" in entries(output_dir):
+        return "export write"
+    if any(n.endswith((".deleting", ".old")) for n in checkpoints):
+        return "checkpoint deletion"
+    return "between writes"
+
+
+def resumed_step(output: str) -> int:
+    """The step a run resumed from (0: it started afresh)."""
+    found = re.search(r"Resumed from \S+ at step (\d+)\.", output)
+    return int(found.group(1)) if found else 0
+
+
+def random_trigger(rng: random.Random, output_dir: Path, max_steps: int, save_every: int) -> tuple[str, Callable, float]:
+    """A kind of kill, its trigger and delay, drawn at random."""
+    kind = rng.choice(["between writes", "checkpoint write", "checkpoint deletion", "export write"])
+    if kind == "between writes":
+        return kind, after_steps(output_dir, logged_steps(output_dir) + rng.randint(1, 8)), rng.uniform(0, 0.02)
+    if kind == "checkpoint write":
+        done = logged_steps(output_dir)
+        target = rng.choice([s for s in range(save_every, max_steps, save_every) if s > done] + [max_steps])
+        return kind, checkpoint_write(output_dir, target), rng.uniform(0, 0.006)
+    if kind == "checkpoint deletion":
+        return kind, checkpoint_deletion(output_dir), rng.uniform(0, 0.001)
+    return kind, export_write(output_dir), rng.uniform(0, 0.008)
