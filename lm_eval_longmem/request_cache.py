@@ -10,7 +10,7 @@ scores (score_fingerprint.py):
     <use_cache>_longmem__<model>__<method>__<digest>.json        that fingerprint, to read
 
 So one `--use_cache` path serves every method, and rerunning a command resumes from its own
-entries only. lm-eval hands the path to `CachingLM` and never to the model, so we wrap
+entries only (a database SQLite finds damaged is set aside first: damaged_database.py). lm-eval hands the path to `CachingLM` and never to the model, so we wrap
 `CachingLM.__init__`; any other model keeps lm-eval's path untouched. `LongMemLM` installs the
 wrapper when it is built, which is always before lm-eval wraps it, so the `lm_eval` command,
 `lm-eval-longmem` and the Python API (with or without `register()`) all get it.
@@ -26,6 +26,7 @@ import re
 import sys
 
 from lm_eval_longmem.atomic_files import warn_rebuilding, write_json
+from lm_eval_longmem.damaged_database import set_aside_if_damaged
 
 # A child of lm-eval's logger: the message shows right after lm-eval's own "Using cache at"
 # line (which names the path we replace), in its format and at its --verbosity.
@@ -69,6 +70,7 @@ def own_cache_path(lm, cache_db: str) -> str:
     label = f"{model}{SEPARATOR}{lm.longmem_method.name}"
     path, described_in = bound_cache_path(cache_db, label, fingerprint_digest(fingerprint))
     _write_fingerprint(described_in, fingerprint)
+    set_aside_if_damaged(path, logger)
     shared = ""
     if os.path.exists(cache_db):  # a cache filled by --model hf, or by us before we kept runs apart
         shared = f" {cache_db} is not read: it does not record which model and method computed its scores."

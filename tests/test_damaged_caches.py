@@ -5,6 +5,7 @@ private cache folder: the real one is never touched."""
 
 import logging
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -160,3 +161,46 @@ def test_use_cache_fingerprint_file(how, tmp_path, warnings):
     assert json.loads(path.read_text()) == json.loads(json.dumps(fingerprint))
     request_cache._write_fingerprint(str(path), fingerprint)
     assert warnings() == []
+
+
+@pytest.mark.parametrize("how", ["truncated", "zeroed", "garbage"])
+def test_use_cache_database_is_set_aside_and_a_new_one_started(how, tmp_path, warnings):
+    from sqlitedict import SqliteDict
+
+    from lm_eval_longmem.damaged_database import set_aside_if_damaged
+
+    path = tmp_path / "run_longmem__tiny__vanilla__0123456789ab_rank0.db"
+    with SqliteDict(str(path), autocommit=True) as database:
+        for i in range(300):
+            database[f"request {i}"] = (-1.5 * i, True)
+    assert set_aside_if_damaged(str(path), logging.getLogger("test")) is None  # whole: kept
+    damage(path, how)
+    (path.parent / f"{path.name}-journal").write_bytes(b"stale")  # never left to meet a new database
+    aside = set_aside_if_damaged(str(path), logging.getLogger("test"))
+    messages = warnings()
+    assert aside is not None and one_rebuild_warning(messages, path) and f"kept as {aside}" in messages[0]
+    assert Path(aside).is_file() and not path.exists() and not (path.parent / f"{path.name}-journal").exists()
+    with SqliteDict(str(path), autocommit=True) as database:  # what lm-eval does next
+        database["request 0"] = (0.0, True)
+    assert set_aside_if_damaged(str(path), logging.getLogger("test")) is None and warnings() == []
+
+
+def test_an_empty_or_locked_use_cache_database_is_left_alone(tmp_path, warnings):
+    import sqlite3
+
+    from lm_eval_longmem.damaged_database import set_aside_if_damaged
+
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")  # SQLite's empty database
+    assert set_aside_if_damaged(str(empty), logging.getLogger("test")) is None
+    locked = tmp_path / "locked.db"
+    holder = sqlite3.connect(locked)
+    holder.execute("CREATE TABLE t (x)")
+    holder.commit()
+    holder.execute("BEGIN EXCLUSIVE")  # another run writing it
+    try:
+        assert set_aside_if_damaged(str(locked), logging.getLogger("test")) is None
+    finally:
+        holder.rollback()
+        holder.close()
+    assert warnings() == [] and locked.exists() and empty.exists()

@@ -1,5 +1,5 @@
 """Many faults at random points (slow tier): SIGKILLs of `lm_eval --use_cache` runs at random
-request counts with caches damaged between attempts, SIGKILLs of fake-lm_eval sweeps at random
+request counts with caches (and the --use_cache database) damaged between attempts, SIGKILLs of fake-lm_eval sweeps at random
 moments, a real sweep killed in the middle of two runs, and every cache and results file
 damaged at random offsets. Each test prints its tally (`-s` shows it): faults injected,
 recovered, lost. Seed: FAULT_SEED (default 23).
@@ -72,11 +72,13 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         "token stream": lambda: list((tmp_path / "cache" / "token_streams").glob("*.npy")),
         "fingerprint": lambda: list(use_cache.parent.glob("*.json")),
         "task index": lambda: list((tmp_path / "cache" / "task_index").glob("*.pickle")),
+        "database": lambda: list(use_cache.parent.glob("*_rank0.db")),
     }
     pending: list[tuple[str, Path]] = []  # damaged files the next attempt must warn about once
     kills = 0
     while kills < 12:
-        before = cached_requests(use_cache)
+        database_damaged = any(what.endswith("database") for what, _ in pending)
+        before = 0 if database_damaged else cached_requests(use_cache)
         target = before + int(rng.integers(30, 130))  # killed once this many requests are scored
         attempt = kill_when(command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs"))
         after = cached_requests(use_cache)
@@ -88,10 +90,10 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         counts = re.findall(r"Cached requests: (\d+), Requests remaining: (\d+)", attempt.output)
         resumed = bool(counts) and int(counts[0][0]) >= before and int(counts[0][0]) + int(counts[0][1]) == REQUESTS
         tally.record(f"kill after {target} requests", recovered=resumed and after >= target and "Traceback" not in attempt.output)
-        what = rng.choice(["none", "token stream", "fingerprint", "task index"], p=[0.35, 0.3, 0.25, 0.1])
+        what = rng.choice(["none", "token stream", "fingerprint", "task index", "database"], p=[0.3, 0.25, 0.2, 0.1, 0.15])
         if what != "none":
             (path,) = cache_files[what]()
-            how = str(rng.choice(DAMAGES))
+            how = str(rng.choice(DAMAGES if what != "database" else ["truncated", "zeroed", "garbage"]))  # empty: a valid database
             damage(path, how, rng)
             pending.append((f"{how} {what}", path))
     final = run_to_end(command, env)
