@@ -96,7 +96,8 @@ class Recipe:
 
     # --- the run -------------------------------------------------------------------------
     output_dir: str = key("", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run")
-    save_every: int = key(100, "steps between resumable checkpoints (0: only at the end)", "run",
+    save_every: int = key(100, "steps between resumable checkpoints; the last step is always saved (0: only "
+                                "the last)", "run",
                          NON_NEGATIVE)
     keep_checkpoints: int = key(2, "newest checkpoints kept", "run", AT_LEAST_ONE)
     resume: Literal["auto", "never"] = key("auto", "auto: continue from the newest checkpoint in output_dir", "run")

@@ -7,6 +7,7 @@ moved aside into `previous-<time>/`, never deleted."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ def prepare_output_dir(accelerator, output_dir: Path, recipe: Recipe) -> Path | 
     never deleted. What a killed run left half-written is tidied away first."""
     if accelerator.is_main_process:
         tidy_checkpoints(output_dir)
-        tidy_leftovers(output_dir, rf"{EXPORT}|{METRICS_FILE}")
+        tidy_leftovers(output_dir, f"{re.escape(EXPORT)}|{re.escape(METRICS_FILE)}")
     accelerator.wait_for_everyone()
     if recipe.resume == "auto":
         latest = newest_intact_checkpoint(accelerator, output_dir)
