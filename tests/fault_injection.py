@@ -23,8 +23,9 @@ def damage(path: Path, how: str, rng: np.random.Generator | None = None) -> None
     """Damage `path` in place: cut at a random point (the middle without `rng`), emptied, every
     byte zeroed (a crash after the size was recorded, before the data), or random bytes."""
     data = path.read_bytes()
-    if how == "truncated":
-        cut = int(rng.integers(1, len(data))) if rng is not None and len(data) > 1 else len(data) // 2
+    if how == "truncated":  # by at least one byte that is not trailing white space (a JSON file's "\n")
+        kept = len(data.rstrip())
+        cut = int(rng.integers(1, kept)) if rng is not None and kept > 1 else kept // 2
         path.write_bytes(data[:cut])
     elif how == "empty":
         path.write_bytes(b"")
