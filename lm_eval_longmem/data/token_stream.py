@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 import numpy as np
 from filelock import FileLock
@@ -61,7 +62,7 @@ def corpus_documents(corpus: Corpus, tokenizer) -> list[np.ndarray]:
     return [stream[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
 
-def _cache_file(corpus: Corpus, tokenizer, suffix: str):
+def _cache_file(corpus: Corpus, tokenizer, suffix: str) -> Path:
     key = hashlib.sha256(f"{corpus.identity}|{tokenizer_fingerprint(tokenizer)}".encode()).hexdigest()[:24]
     return cache_dir("token_streams") / f"{key}{suffix}"
 
