@@ -2,7 +2,9 @@
 every half millisecond: while it writes a checkpoint (`checkpoints/step-N.partial` exists), while
 it deletes an old one (`.deleting`), while it writes the export (`export.partial`), or after its
 n-th logged step. A checkpoint or export write of the tiny model lasts about 8-12 ms, so a kill
-soon after the folder appears lands inside it; `where_it_landed` says afterwards what it hit."""
+soon after the folder appears lands inside it; `where_it_landed` says afterwards what it hit.
+What an earlier kill left half-done (`stale`, told apart by inode) triggers nothing: the new
+run only tidies it after its start-up."""
 
 from __future__ import annotations
 
@@ -27,11 +29,21 @@ def train_command(recipe: str, model_dir, corpus_file, output_dir: Path, **setti
     return [CLI, "train", recipe, *tiny_overrides(model_dir, corpus_file, output_dir, **settings)]
 
 
-def entries(folder: Path) -> list[str]:
+LEFTOVER = (".partial", ".deleting", ".old")
+
+
+def entries(folder: Path) -> set[tuple[str, int]]:
+    """Names in `folder` with their inode (a leftover of an earlier run keeps its inode)."""
     try:
-        return [entry.name for entry in os.scandir(folder)]
+        return {(entry.name, entry.inode()) for entry in os.scandir(folder)}
     except OSError:
-        return []
+        return set()
+
+
+def leftovers(output_dir: Path) -> set[tuple[str, int]]:
+    """The half-done folders in a run folder now (before a run starts: an earlier kill's)."""
+    found = entries(output_dir) | entries(output_dir / "checkpoints")
+    return {(name, inode) for name, inode in found if name.endswith(LEFTOVER)}
 
 
 def logged_steps(output_dir: Path) -> int:
@@ -41,19 +53,20 @@ def logged_steps(output_dir: Path) -> int:
         return 0
 
 
-def checkpoint_write(output_dir: Path, at_least_step: int = 0) -> Callable[[], bool]:
+def checkpoint_write(output_dir: Path, at_least_step: int = 0, stale: frozenset = frozenset()) -> Callable[[], bool]:
     def writing() -> bool:
-        found = (re.fullmatch(r"step-(\d+)\.partial", n) for n in entries(output_dir / "checkpoints"))
+        new = entries(output_dir / "checkpoints") - stale
+        found = (re.fullmatch(r"step-(\d+)\.partial", name) for name, _ in new)
         return any(m and int(m.group(1)) >= at_least_step for m in found)
     return writing
 
 
-def checkpoint_deletion(output_dir: Path) -> Callable[[], bool]:
-    return lambda: any(n.endswith(".deleting") for n in entries(output_dir / "checkpoints"))
+def checkpoint_deletion(output_dir: Path, stale: frozenset = frozenset()) -> Callable[[], bool]:
+    return lambda: any(name.endswith(".deleting") for name, _ in entries(output_dir / "checkpoints") - stale)
 
 
-def export_write(output_dir: Path) -> Callable[[], bool]:
-    return lambda: "export.partial" in entries(output_dir)
+def export_write(output_dir: Path, stale: frozenset = frozenset()) -> Callable[[], bool]:
+    return lambda: any(name == "export.partial" for name, _ in entries(output_dir) - stale)
 
 
 def after_steps(output_dir: Path, steps: int) -> Callable[[], bool]:
@@ -88,14 +101,18 @@ def run_until(command: list[str], trigger: Callable[[], bool], delay: float, log
     return Attempt(killed and process.returncode == -signal.SIGKILL, process.returncode, log.read_text(errors="replace"))
 
 
-def where_it_landed(output_dir: Path) -> str:
-    """What a killed run was doing, from what it left half-done."""
-    checkpoints = entries(output_dir / "checkpoints")
-    if any(n.endswith(".partial") for n in checkpoints):
+def where_it_landed(output_dir: Path, stale: frozenset = frozenset()) -> str:
+    """What a killed run was doing, from what it left half-done (`stale`: what an earlier kill
+    left, there before this run started)."""
+    now = leftovers(output_dir)
+    names = {name for name, _ in now - stale}
+    if now & stale:
+        return "start-up (before tidying)"
+    if any(re.fullmatch(r"step-\d+\.partial", name) for name in names):
         return "checkpoint write"
-    if "export.partial" in entries(output_dir) or "export.old" in entries(output_dir):
+    if names & {"export.partial", "export.old"}:
         return "export write"
-    if any(n.endswith((".deleting", ".old")) for n in checkpoints):
+    if names:
         return "checkpoint deletion"
     return "between writes"
 
@@ -107,14 +124,15 @@ def resumed_step(output: str) -> int:
 
 
 def random_trigger(rng: random.Random, output_dir: Path, max_steps: int, save_every: int) -> tuple[str, Callable, float]:
-    """A kind of kill, its trigger and delay, drawn at random."""
+    """A kind of kill, its trigger and delay, drawn at random; triggers ignore an earlier kill's leftovers."""
+    stale = frozenset(leftovers(output_dir))
     kind = rng.choice(["between writes", "checkpoint write", "checkpoint deletion", "export write"])
     if kind == "between writes":
         return kind, after_steps(output_dir, logged_steps(output_dir) + rng.randint(1, 8)), rng.uniform(0, 0.02)
     if kind == "checkpoint write":
         done = logged_steps(output_dir)
         target = rng.choice([s for s in range(save_every, max_steps, save_every) if s > done] + [max_steps])
-        return kind, checkpoint_write(output_dir, target), rng.uniform(0, 0.006)
+        return kind, checkpoint_write(output_dir, target, stale), rng.uniform(0, 0.006)
     if kind == "checkpoint deletion":
-        return kind, checkpoint_deletion(output_dir), rng.uniform(0, 0.001)
-    return kind, export_write(output_dir), rng.uniform(0, 0.008)
+        return kind, checkpoint_deletion(output_dir, stale), rng.uniform(0, 0.001)
+    return kind, export_write(output_dir, stale), rng.uniform(0, 0.008)
