@@ -60,7 +60,7 @@ def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
     """The recipe with its overrides applied, every key checked (TrainingError otherwise)."""
     path = find_recipe(name_or_path)
     where = f"in recipe {path.stem if path.parent == RECIPES_DIR else path}"
-    values = read_recipe_file(path)
+    values = read_recipe_file(path, where)
     shown = {name: (in_one_line(value), where) for name, value in values.items()}
     values.setdefault("name", path.stem)
     for item in overrides:
@@ -72,7 +72,7 @@ def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
     return recipe
 
 
-def read_recipe_file(path: Path) -> dict[str, Any]:
+def read_recipe_file(path: Path, where: str) -> dict[str, Any]:
     try:
         values = read_recipe_mapping(path.read_text("utf-8"), text_keys())
     except (RecipeYamlError, UnicodeDecodeError) as err:
@@ -81,7 +81,7 @@ def read_recipe_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(values, dict):
         raise TrainingError(f"{path}: a recipe is a mapping of keys to values, not {in_one_line(values)}.")
-    refuse_unknown_keys(values, f"in {path}")
+    refuse_unknown_keys(values, where)
     return values
 
 
