@@ -75,6 +75,8 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         "database": lambda: list(use_cache.parent.glob("*_rank0.db")),
     }
     pending: list[tuple[str, Path]] = []  # damaged files the next attempt must warn about once
+    # after each kill: damage nothing or one cache, each cache at least once, in random order
+    plan = rng.permutation([*cache_files, *rng.choice([*cache_files], 3), *["none"] * 5])
     kills = 0
     while kills < 12:
         database_damaged = any(what.endswith("database") for what, _ in pending)
@@ -90,7 +92,7 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         counts = re.findall(r"Cached requests: (\d+), Requests remaining: (\d+)", attempt.output)
         resumed = bool(counts) and int(counts[0][0]) >= before and int(counts[0][0]) + int(counts[0][1]) == REQUESTS
         tally.record(f"kill after {target} requests", recovered=resumed and after >= target and "Traceback" not in attempt.output)
-        what = rng.choice(["none", "token stream", "fingerprint", "task index", "database"], p=[0.3, 0.25, 0.2, 0.1, 0.15])
+        what = plan[kills - 1]
         if what != "none":
             (path,) = cache_files[what]()
             how = str(rng.choice(DAMAGES if what != "database" else ["truncated", "zeroed", "garbage"]))  # empty: a valid database
