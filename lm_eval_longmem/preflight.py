@@ -72,6 +72,9 @@ def _task_names(tasks: Any) -> list[str]:
     return names
 
 
+AUTO_DEVICE = "auto"  # longmem's models.longmem.AUTO_DEVICE (not imported here: it pulls in torch)
+
+
 def check(args) -> None:
     """Raise our one-message error when the run needs what this offline machine lacks."""
     from lm_eval_longmem.hub import hub_reachable
@@ -80,6 +83,8 @@ def check(args) -> None:
     ours = getattr(args, "model", None) == MODEL_NAME
     if ours:
         check_model_source(model_args.get("pretrained"))
+        if getattr(args, "device", AUTO_DEVICE) is None:  # not typed: lm-eval would fill in cuda:0
+            args.device = AUTO_DEVICE
     tasks = _task_names(getattr(args, "tasks", None))
     if tasks:
         from lm_eval_longmem.data.requirements import missing_for, needed

@@ -60,3 +60,4 @@ def test_the_plan_and_the_estimate_through_the_real_cli(tiny_model_dir, corpus_f
     assert "scoring requests for forgetting_curve; input lengths (tokens):" in plan[0]
     assert plan[1].startswith("longmem: estimated ") and "on this machine (cpu, " in plan[1]
     assert "--limit N" in plan[1] and "fc_lengths" in plan[1]
+    assert "no CUDA GPU" not in proc.stderr  # no --device typed: the CPU, silently

@@ -18,7 +18,7 @@ def test_falls_back_to_cpu_without_cuda_and_says_so_when_cuda_was_asked_for(lm, 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with caplog.at_level("WARNING"):
-        assert resolve_device(None) == "cpu"
+        assert resolve_device(None) == "cpu" and resolve_device("auto") == "cpu"
     assert not caplog.records  # no --device: the CPU is simply what there is
     with caplog.at_level("WARNING"):
         assert resolve_device("cuda:0") == "cpu" and resolve_device("cuda") == "cpu"

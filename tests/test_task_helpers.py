@@ -33,7 +33,7 @@ def test_tags_sort_like_numbers():
         ("[10, 1, 10]", tuple[int, ...], (1, 10)),
         ([1, 10], tuple[int, ...] | None, (1, 10)),
         ("none", tuple[int, ...] | None, None),
-        (7, str | None, "7"),
+        ("7", str | None, "7"),
         ("true", bool, True),
         (3.0, int, 3),
     ],
@@ -47,4 +47,6 @@ def test_bad_values_are_errors():
         convert(2.5, int)
     with pytest.raises(ValueError):
         convert(True, int)
+    with pytest.raises(ValueError, match="quote it"):  # lm-eval read `007` as the number 7: the text is lost
+        convert(7, str | None)
     assert issubclass(TaskOptionError, ValueError)

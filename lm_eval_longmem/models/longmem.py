@@ -75,11 +75,14 @@ def _parse_bool(name: str, value) -> bool:
         raise MalformedValueError(f"--model_args {name}={value!r} is malformed: expected true or false") from None
 
 
+AUTO_DEVICE = "auto"  # what `lm_eval` passes when no --device was typed (preflight.py; lm-eval's own default is cuda:0)
+
+
 def resolve_device(device: str | None) -> str:
     """No `--device`: CUDA where there is one, else the CPU, silently. An explicit CUDA device on
     a machine without CUDA also runs on the CPU, but says so once, plainly: the user asked for a
     GPU and is about to wait for a CPU."""
-    if device is None:
+    if device is None or device == AUTO_DEVICE:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         logger.warning("--device %s: this machine has no CUDA GPU that torch %s can use; running on the CPU instead "
