@@ -61,9 +61,9 @@ class Killed:
 
 
 def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = None, timeout: float = 300,
-              log: Path | None = None) -> Killed:
-    """Run `command`; SIGKILL it as soon as `ready()` is true (polled every 10 ms). Output goes to
-    a file (never a pipe that could fill and stall the process)."""
+              log: Path | None = None, delay: float = 0.0, poll: float = 0.01) -> Killed:
+    """Run `command`; SIGKILL it `delay` seconds after `ready()` is first true (polled every `poll`
+    seconds). Output goes to a file (never a pipe that could fill and stall the process)."""
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"kill_when_{os.getpid()}_{time.monotonic_ns()}.log"
     with open(log, "w") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -72,10 +72,11 @@ def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = 
         try:
             while process.poll() is None and time.monotonic() < deadline:
                 if ready():
+                    time.sleep(delay)
                     process.send_signal(signal.SIGKILL)
                     killed = True
                     break
-                time.sleep(0.01)
+                time.sleep(poll)
         finally:
             if process.poll() is None and not killed:
                 process.kill()

@@ -13,12 +13,11 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fault_injection import kill_when
 from training_helpers import tiny_overrides
 
 CLI = str(Path(sys.executable).parent / "lm-eval-longmem")
@@ -81,24 +80,10 @@ class Attempt:
 
 
 def run_until(command: list[str], trigger: Callable[[], bool], delay: float, log: Path, timeout: float = 600) -> Attempt:
-    """Run `command`; SIGKILL it `delay` seconds after `trigger()` first holds."""
-    with open(log, "w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=ENV)
-        deadline = time.monotonic() + timeout
-        killed = False
-        try:
-            while process.poll() is None and time.monotonic() < deadline:
-                if trigger():
-                    time.sleep(delay)
-                    process.send_signal(signal.SIGKILL)
-                    killed = True
-                    break
-                time.sleep(0.0005)
-        finally:
-            if process.poll() is None and not killed:
-                process.kill()
-            process.wait()
-    return Attempt(killed and process.returncode == -signal.SIGKILL, process.returncode, log.read_text(errors="replace"))
+    """Run `command`; SIGKILL it `delay` seconds after `trigger()` first holds (polled every 0.5 ms:
+    a tiny run's checkpoint write lasts milliseconds)."""
+    result = kill_when(command, trigger, env=ENV, timeout=timeout, log=log, delay=delay, poll=0.0005)
+    return Attempt(result.killed and result.returncode == -signal.SIGKILL, result.returncode, result.output)
 
 
 def where_it_landed(output_dir: Path, stale: frozenset = frozenset()) -> str:
