@@ -43,7 +43,9 @@ def cached_requests(use_cache: Path) -> int:
     total = 0
     for database in glob.glob(f"{glob.escape(str(use_cache))}_longmem__*_rank*.db"):
         try:
-            connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.2)
+            # read-write, as lm-eval opens it: a journal left hot by a killed writer is rolled
+            # back first (a read-only connection cannot, and then reads nothing)
+            connection = sqlite3.connect(f"file:{database}?mode=rw", uri=True, timeout=0.2)
             try:
                 total += connection.execute("SELECT COUNT(*) FROM unnamed").fetchone()[0]
             finally:
