@@ -236,4 +236,10 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from lm_eval_longmem.errors import LongMemError
+    from lm_eval_longmem_training.errors import TrainingError
+
+    try:
+        main()
+    except (TrainingError, LongMemError, ValueError) as err:  # a bad argument: what the recipe or the task said
+        raise SystemExit(f"infini_passkey_claim.py: error: {err}") from None
