@@ -14,8 +14,8 @@ import tempfile
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 STARTUP_FILES = {
-    "lm_eval_longmem/_startup/lm_eval_longmem_autoload.pth": "lm_eval_longmem_autoload.pth",
-    "lm_eval_longmem/_startup/lm_eval_longmem_autoload.start": "lm_eval_longmem_autoload.start",
+    "lm_eval_longmem/harness/_startup/lm_eval_longmem_autoload.pth": "lm_eval_longmem_autoload.pth",
+    "lm_eval_longmem/harness/_startup/lm_eval_longmem_autoload.start": "lm_eval_longmem_autoload.start",
 }
 
 

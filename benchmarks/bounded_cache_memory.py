@@ -41,7 +41,7 @@ BOUNDED = ("statedclm", "streamingllm", "longcache")
 def load():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from lm_eval_longmem.default_model import default_model_dir
+    from lm_eval_longmem.models.default_model import default_model_dir
 
     path = default_model_dir()
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(path)

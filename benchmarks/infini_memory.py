@@ -45,7 +45,7 @@ def build_model(name: str, device: str, max_positions: int):
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
     if name == "smollm2":
-        from lm_eval_longmem.default_model import default_model_dir
+        from lm_eval_longmem.models.default_model import default_model_dir
 
         model = AutoModelForCausalLM.from_pretrained(default_model_dir(), dtype=torch.float32)
         model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_positions)

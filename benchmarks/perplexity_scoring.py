@@ -52,7 +52,7 @@ def worker(impl: str, length: int, repeats: int) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_longmem.default_model import default_model_dir
+    from lm_eval_longmem.models.default_model import default_model_dir
     from lm_eval_longmem.models.longmem import LongMemLM
 
     path = str(default_model_dir())

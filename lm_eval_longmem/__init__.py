@@ -13,7 +13,7 @@ def register() -> None:
     Needed for the Python API, e.g. before `lm_eval.simple_evaluate(model="longmem")`;
     the `lm_eval` command line is covered by the start-up hook.
     """
-    from lm_eval_longmem.registration import register_all
+    from lm_eval_longmem.harness.registration import register_all
 
     register_all()
 

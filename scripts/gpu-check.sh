@@ -50,7 +50,7 @@ cat > "$SITE/lm_eval_longmem_training/__init__.py" <<EOF
 __path__ = ["$REPO/training"]
 exec(compile(open(__path__[0] + "/__init__.py", encoding="utf-8").read(), __path__[0] + "/__init__.py", "exec"))
 EOF
-cp lm_eval_longmem/_startup/lm_eval_longmem_autoload.pth "$SITE/"
+cp lm_eval_longmem/harness/_startup/lm_eval_longmem_autoload.pth "$SITE/"
 # $SITE as a site directory (its .pth files run), after the machine's own packages.
 SITE_PACKAGES="$("$PYTHON" -c 'import site; print(site.getsitepackages()[0])')"
 echo "import site; site.addsitedir('$SITE')" > "$SITE_PACKAGES/lm_eval_longmem_gpu_site.pth"

@@ -16,12 +16,12 @@ import pytest
 from test_cli_end_to_end import BIN, run
 from test_cli_errors import assert_one_message
 
-from lm_eval_longmem import preflight, quiet
+from lm_eval_longmem.harness import preflight, quiet
 from lm_eval_longmem.data import requirements
 from lm_eval_longmem.models.longmem import _parse_bool
 from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK, Options as PasskeyOptions
 from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
-from lm_eval_longmem.typed_values import MalformedValueError, coerce
+from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
 
 TASKS_DIR = Path(requirements.__file__).resolve().parent.parent / "tasks"
 

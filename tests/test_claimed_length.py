@@ -9,7 +9,7 @@ import torch
 import transformers
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.length_probes import LengthProbe, ScoreFailure
+from lm_eval_longmem.models.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.models.context_length import hard_input_limit, position_limit
 from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, ScoringOutOfMemoryError
 from lm_eval_longmem.models.methods import build_method

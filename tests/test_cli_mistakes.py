@@ -5,9 +5,9 @@ imports torch: a second or two); commands lm-eval accepts are untouched."""
 import pytest
 from test_cli_end_to_end import BIN, run
 
-from lm_eval_longmem import cli_mistakes
+from lm_eval_longmem.harness import cli_mistakes
 from lm_eval_longmem.models.methods import UnknownMethodError, get_method
-from lm_eval_longmem.suggestions import close_matches, did_you_mean, either
+from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,10 @@ import pytest
 from fault_injection import DAMAGES, damage
 from test_task_index_cache import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
-from lm_eval_longmem import default_model, request_cache, task_index_cache
-from lm_eval_longmem.atomic_files import FOLDER_MANIFEST
+from lm_eval_longmem.models import default_model, request_cache
+
+from lm_eval_longmem.harness import task_index_cache
+from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_documents
 
@@ -167,7 +169,7 @@ def test_use_cache_fingerprint_file(how, tmp_path, warnings):
 def test_use_cache_database_is_set_aside_and_a_new_one_started(how, tmp_path, warnings):
     from sqlitedict import SqliteDict
 
-    from lm_eval_longmem.damaged_database import set_aside_if_damaged
+    from lm_eval_longmem.common.damaged_database import set_aside_if_damaged
 
     path = tmp_path / "run_longmem__tiny__vanilla__0123456789ab_rank0.db"
     with SqliteDict(str(path), autocommit=True) as database:
@@ -188,7 +190,7 @@ def test_use_cache_database_is_set_aside_and_a_new_one_started(how, tmp_path, wa
 def test_an_empty_or_locked_use_cache_database_is_left_alone(tmp_path, warnings):
     import sqlite3
 
-    from lm_eval_longmem.damaged_database import set_aside_if_damaged
+    from lm_eval_longmem.common.damaged_database import set_aside_if_damaged
 
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")  # SQLite's empty database

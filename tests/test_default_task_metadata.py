@@ -3,8 +3,8 @@ need one (RULER sizes its prompts with it), without overriding a tokenizer the u
 
 import argparse
 
-from lm_eval_longmem.default_model import default_model_dir
-from lm_eval_longmem.default_task_metadata import fill_default_tokenizer
+from lm_eval_longmem.models.default_model import default_model_dir
+from lm_eval_longmem.harness.default_task_metadata import fill_default_tokenizer
 
 
 def _args(**values):

@@ -40,7 +40,7 @@ FAKE_LM_EVAL = Path(__file__).with_name("fake_lm_eval.py")
 def private_cache_env(root: Path) -> dict:
     """An environment whose lm-eval-longmem cache is `root`, seeded with the real task index
     cache when there is one (a cold parse of lm-eval's 14,000 YAMLs costs ~10 s)."""
-    from lm_eval_longmem import task_index_cache
+    from lm_eval_longmem.harness import task_index_cache
 
     real = task_index_cache.open_store().cache_file  # this lm-eval install's, in the real cache
     (root / "task_index").mkdir(parents=True, exist_ok=True)

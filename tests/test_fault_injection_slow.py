@@ -215,7 +215,9 @@ def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_f
     from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
     from transformers import AutoTokenizer
 
-    from lm_eval_longmem import request_cache, task_index_cache
+    from lm_eval_longmem.models import request_cache
+
+    from lm_eval_longmem.harness import task_index_cache
     from lm_eval_longmem.data.corpora import load_corpus
     from lm_eval_longmem.data.token_stream import corpus_documents
     from lm_eval_longmem_training.data.packing import packed_chunks

@@ -13,10 +13,10 @@ from test_comparison_plots import legend_texts, saved  # noqa: F401 (saved: a fi
 from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
 
 from lm_eval_longmem.cli import main
-from lm_eval_longmem.fox_architecture import architecture_arguments
+from lm_eval_longmem.models.fox_architecture import architecture_arguments
 from lm_eval_longmem.report.discovery import collect_runs
 from lm_eval_longmem.report.leaderboard import build_leaderboard
-from lm_eval_longmem.run_name import run_folder_name
+from lm_eval_longmem.harness.run_name import run_folder_name
 
 RECIPES = Path(__file__).resolve().parents[1] / "training" / "recipes"
 OFFICIAL = {  # the switches of the released checkpoints, by their names

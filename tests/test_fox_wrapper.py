@@ -95,7 +95,7 @@ def test_method_fox_on_a_llama_says_fox_is_an_architecture(tiny_model_dir):
 
 
 def test_an_official_checkpoint_offline_fails_fast_with_the_fix():
-    from lm_eval_longmem.hub import HubUnavailableError
+    from lm_eval_longmem.common.hub import HubUnavailableError
     from lm_eval_longmem.models.longmem import LongMemLM
 
     started = time.monotonic()

@@ -36,7 +36,7 @@ from lm_eval._cli.utils import key_val_to_dict, try_parse_json
 from lm_eval.utils import simple_parse_args_string
 from test_cli_end_to_end import BIN
 
-from lm_eval_longmem import preflight
+from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, MethodArgumentError, available_methods
 from lm_eval_longmem.models.methods.arguments import parse_args
@@ -44,7 +44,7 @@ from lm_eval_longmem.models.methods.recorded import method_from_model_args
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values
 from lm_eval_longmem.sweep.plan import plan_runs
 from lm_eval_longmem.tasks.task_options import parse_task_options
-from lm_eval_longmem.typed_values import coerce
+from lm_eval_longmem.common.typed_values import coerce
 
 METHODS = available_methods()
 # What the wrapper's own signature takes besides the method's arguments (never "unknown").
@@ -269,7 +269,9 @@ def options_class(task: str):
 
 def test_every_task_with_options_is_fuzzed():
     """A new task's options class must be known to the start-up check (and so fuzzed here)."""
-    tasks_dir = Path(preflight.__file__).parent / "tasks"
+    from lm_eval_longmem.tasks import TASKS_DIR
+
+    tasks_dir = Path(TASKS_DIR)
     with_prefix = {path.parent.name for path in tasks_dir.glob("*/protocol.py") if "OPTION_PREFIX" in path.read_text()}
     fuzzed = {preflight.OPTION_CLASSES[task][0].split(".")[-2] for task in preflight.OPTION_CLASSES}
     assert with_prefix == fuzzed

@@ -7,7 +7,7 @@ from lm_eval.api.instance import Instance
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator, common_prefix_length
-from lm_eval_longmem.requests import TokenText
+from lm_eval_longmem.models.requests import TokenText
 
 GREEDY = {"until": [], "max_gen_toks": 6, "do_sample": False}
 SHARED = "the king of the sea and the old ship were in the house at night and the river was dark"

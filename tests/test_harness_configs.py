@@ -12,7 +12,7 @@ from conftest import build_tiny_model
 from test_cli_end_to_end import BIN, run
 
 from lm_eval_longmem.harness_examples import HARNESS_EXAMPLES_DIR
-from lm_eval_longmem.registration import tasks_dir
+from lm_eval_longmem.harness.registration import tasks_dir
 
 # BABILong (qa1) needs no extra packages; its data come from a local fixture instead of the Hub.
 BABILONG_QA1 = Path(lm_eval.__file__).parent / "tasks" / "babilong" / "babilong_qa1.yaml"

@@ -6,7 +6,7 @@ from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError, resolve_device
 from lm_eval_longmem.models.methods import UnknownMethodError
-from lm_eval_longmem.requests import TokenText
+from lm_eval_longmem.models.requests import TokenText
 
 
 @pytest.fixture(scope="module")

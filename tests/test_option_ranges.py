@@ -10,7 +10,7 @@ from test_bad_inputs import started_nothing_heavy
 from test_cli_end_to_end import BIN, run
 from test_cli_errors import assert_one_message
 
-from lm_eval_longmem import preflight
+from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.tasks.task_options import TaskOptionError
 
 OFFLINE_TREC = {"trec_data_dir": "/nowhere"}  # options only: the data is never read at start-up

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.data.corpora import CorpusUnavailableError
-from lm_eval_longmem.requests import ScoredContinuation, token_ids_of
+from lm_eval_longmem.models.requests import ScoredContinuation, token_ids_of
 from lm_eval_longmem.tasks.perplexity import metrics
 from lm_eval_longmem.tasks.perplexity.protocol import PerplexityConfigError, book_windows, halving_grid
 from lm_eval_longmem.tasks.perplexity.task import PerplexityTask
@@ -134,7 +134,7 @@ def test_models_without_token_losses_get_perplexity_and_an_empty_curve(tiny_mode
 
 
 def test_failed_and_cut_lengths_are_reported_not_dropped(tiny_model_dir, corpus_file):
-    from lm_eval_longmem.length_probes import ScoreFailure
+    from lm_eval_longmem.models.length_probes import ScoreFailure
 
     task = make_task(tiny_model_dir, corpus_file, lengths=[16, 200], windows=1)
     short, long = sorted(task.test_docs(), key=lambda d: d["length"])

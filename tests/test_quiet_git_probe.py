@@ -4,7 +4,7 @@ every run; quiet.quiet_git_probe runs the same probe with git's stderr discarded
 import subprocess
 import types
 
-from lm_eval_longmem import quiet
+from lm_eval_longmem.harness import quiet
 
 
 def fake_loggers_utils():

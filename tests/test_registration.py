@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from lm_eval_longmem import _autoload, registration
+from lm_eval_longmem.harness import registration, startup
 
 
 @pytest.mark.parametrize(
@@ -25,14 +25,14 @@ from lm_eval_longmem import _autoload, registration
     ],
 )
 def test_cli_detection(argv, expected):
-    assert _autoload.is_lm_eval_cli(argv) is expected
+    assert startup.is_lm_eval_cli(argv) is expected
 
 
 def test_opt_out_and_other_processes_do_nothing(monkeypatch):
-    monkeypatch.setenv(_autoload.OPT_OUT_ENV, "0")
-    assert _autoload.activate(["python", "/bin/lm_eval"]) is False
-    monkeypatch.delenv(_autoload.OPT_OUT_ENV)
-    assert _autoload.activate(["python", "script.py"]) is False
+    monkeypatch.setenv(startup.OPT_OUT_ENV, "0")
+    assert startup.activate(["python", "/bin/lm_eval"]) is False
+    monkeypatch.delenv(startup.OPT_OUT_ENV)
+    assert startup.activate(["python", "script.py"]) is False
 
 
 def test_hook_is_inert_in_unrelated_processes():
@@ -45,18 +45,18 @@ def test_hook_is_inert_in_unrelated_processes():
 
 
 def test_hook_installs_its_watcher_in_the_cli_only():
-    code = "import lm_eval_longmem._autoload as a, sys; print(a.activate(['python', '/x/lm_eval']), a.activate(['python', '/x/lm_eval']), sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
+    code = "import lm_eval_longmem.harness.startup as a, sys; print(a.activate(['python', '/x/lm_eval']), a.activate(['python', '/x/lm_eval']), sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True", "1"]  # idempotent: one watcher
 
 
 def test_watcher_registers_after_the_builtin_models():
     code = (
-        "import lm_eval_longmem._autoload as a; a.activate(['python', '/x/lm_eval']);"
+        "import lm_eval_longmem.harness.startup as a; a.activate(['python', '/x/lm_eval']);"
         "from lm_eval.api.registry import get_model;"
         "print(get_model('longmem').__name__, get_model('hf').__name__, get_model('dummy').__name__)"
     )
-    env = {**os.environ, _autoload.OPT_OUT_ENV: "1"}
+    env = {**os.environ, startup.OPT_OUT_ENV: "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.split() == ["LongMemLM", "HFLM", "DummyLM"]
 

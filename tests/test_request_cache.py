@@ -15,8 +15,8 @@ from lm_eval.api.model import CachingLM, hash_args
 from lm_eval.models.huggingface import HFLM
 
 from lm_eval_longmem.models.longmem import LongMemLM
-from lm_eval_longmem import request_cache
-from lm_eval_longmem.request_cache import bound_cache_path
+from lm_eval_longmem.models import request_cache
+from lm_eval_longmem.models.request_cache import bound_cache_path
 
 REQUEST = Instance("loglikelihood", {}, ("the sea and the ship were old", " gold"), 0)
 SENTINEL = (-12345.0, True)

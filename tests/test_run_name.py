@@ -8,8 +8,8 @@ import pytest
 
 from lm_eval_longmem.models.methods import UnknownMethodError
 from lm_eval_longmem.models.methods.arguments import MethodArgumentError
-from lm_eval_longmem.registration import register_run_names
-from lm_eval_longmem.run_name import run_folder_name
+from lm_eval_longmem.harness.registration import register_run_names
+from lm_eval_longmem.harness.run_name import run_folder_name
 
 SAFE = re.compile(r"^[A-Za-z0-9._+-]+$")
 

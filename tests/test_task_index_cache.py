@@ -7,7 +7,7 @@ import time
 import lm_eval.tasks._index as index_module
 import pytest
 
-from lm_eval_longmem import task_index_cache
+from lm_eval_longmem.harness import task_index_cache
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lm_eval_longmem.typed_values import show_value
+from lm_eval_longmem.common.typed_values import show_value
 from lm_eval_longmem_training.errors import TrainingError
 
 KINDS = ((bool, "true or false"), ((int, float), "a number"), (str, "a text"), ((list, tuple), "a list"),

@@ -16,7 +16,7 @@ from lm_eval_longmem_training.recipe import Recipe
 
 def check_files(recipe: Recipe) -> None:
     from lm_eval_longmem.data.corpora import CORPUS_NAMES
-    from lm_eval_longmem.hub import looks_like_hub_id
+    from lm_eval_longmem.common.hub import looks_like_hub_id
     from lm_eval_longmem_training.data.text_sources import PASSKEY
 
     named = {"model": recipe.model if recipe.model != "default" else "", "tokenizer": recipe.tokenizer,

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.models.methods.arguments import _type_name
-from lm_eval_longmem.suggestions import did_you_mean
-from lm_eval_longmem.typed_values import coerce, show_value
+from lm_eval_longmem.common.suggestions import did_you_mean
+from lm_eval_longmem.common.typed_values import coerce, show_value
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.key_checks import NotEmpty
 from lm_eval_longmem_training.recipe import Recipe, recipe_fields

@@ -59,7 +59,7 @@ def lm_eval_commands() -> list[str] | None:
 
 def unknown_subcommand_message(name: str, theirs: list[str]) -> str:
     """lm-eval would answer "invalid choice (choose from 'run', 'ls', 'validate')", hiding ours."""
-    from lm_eval_longmem.suggestions import did_you_mean
+    from lm_eval_longmem.common.suggestions import did_you_mean
 
     ours = list(SUBCOMMANDS)
     return (
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0]).main(argv[1:])
 
-    from lm_eval_longmem._autoload import watch_lm_eval
+    from lm_eval_longmem.harness.startup import watch_lm_eval
 
     watch_lm_eval()  # what the start-up hook does for `lm_eval`: model, tasks, folders, checks
     from lm_eval.__main__ import cli_evaluate

@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     keys = args.datasets or list(DATASETS)
 
     from lm_eval_longmem.data.requirements import fetch, is_available
-    from lm_eval_longmem.hub import HubUnavailableError, hub_reachable, offline_requested
+    from lm_eval_longmem.common.hub import HubUnavailableError, hub_reachable, offline_requested
 
     if args.list:
         for key in keys:

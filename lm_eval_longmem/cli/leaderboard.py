@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
         board = sort_leaderboard(board, args.sort, ascending=True if args.ascending else None)
     text = render(board, args.format)
     if args.output:
-        from lm_eval_longmem.atomic_files import write_text
+        from lm_eval_longmem.common.atomic_files import write_text
 
         out = Path(args.output)
         write_text(out, text)  # whole or not at all: scripts read this file

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lm_eval_longmem.atomic_files import atomic_write, warn_rebuilding
+from lm_eval_longmem.common.atomic_files import atomic_write, warn_rebuilding
 
 logger = logging.getLogger(__name__)
 

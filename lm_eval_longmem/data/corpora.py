@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.hub import hub_reachable, local_files_only
+from lm_eval_longmem.common.hub import hub_reachable, local_files_only
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def check_corpus_name(name: str, option: str = "fc_corpus", error: type[Exceptio
     one (tasks check this before any model loads, with their own option error)."""
     if name in CORPUS_NAMES or (name.strip() and Path(os.path.expanduser(name)).exists()):  # '' is no path (not '.')
         return
-    from lm_eval_longmem.suggestions import did_you_mean
+    from lm_eval_longmem.common.suggestions import did_you_mean
 
     raise error(
         f"Unknown corpus {name!r} (--metadata {option}).{did_you_mean(name, CORPUS_NAMES)} Use one of "

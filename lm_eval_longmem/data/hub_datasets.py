@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.hub import hub_reachable, local_files_only
+from lm_eval_longmem.common.hub import hub_reachable, local_files_only
 
 LOCAL_FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 

@@ -67,7 +67,7 @@ def shrink_hint(tasks: Iterable[str]) -> str:
     """The options that make these tasks' runs smaller, read from their options classes."""
     import importlib
 
-    from lm_eval_longmem.preflight import OPTION_CLASSES
+    from lm_eval_longmem.harness.preflight import OPTION_CLASSES
 
     hints = []
     for task in tasks:

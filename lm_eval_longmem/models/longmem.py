@@ -20,12 +20,12 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
-from lm_eval_longmem import request_cache
-from lm_eval_longmem.data_parallel import adopt_launched_processes
-from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.models import request_cache
+from lm_eval_longmem.models.data_parallel import adopt_launched_processes
+from lm_eval_longmem.models.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.hub import loading_from_hub, offline_context
-from lm_eval_longmem.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
+from lm_eval_longmem.common.hub import loading_from_hub, offline_context
+from lm_eval_longmem.models.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
 from lm_eval_longmem.models import cost_plan
 from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
@@ -34,7 +34,7 @@ from lm_eval_longmem.models.methods import DEFAULT_METHOD
 from lm_eval_longmem.models.methods.recorded import method_from_model_args
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
-from lm_eval_longmem.requests import token_ids_of
+from lm_eval_longmem.models.requests import token_ids_of
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ScoringOutOfMemoryError(LongMemError, RuntimeError):
 
 
 def _parse_bool(name: str, value) -> bool:
-    from lm_eval_longmem.typed_values import MalformedValueError, coerce
+    from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
 
     try:
         return coerce(value, bool)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from lm_eval_longmem.models.scoring import CHUNK_BYTES, ScoredSpan, SpanTotals
-from lm_eval_longmem.requests import ScoredContinuation
+from lm_eval_longmem.models.requests import ScoredContinuation
 
 
 def score_in_pieces(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lm_eval_longmem.atomic_files import atomic_write
+from lm_eval_longmem.common.atomic_files import atomic_write
 from lm_eval_longmem.errors import LongMemError
 
 if TYPE_CHECKING:

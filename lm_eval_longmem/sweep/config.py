@@ -141,7 +141,7 @@ def check_task_options(config: SweepConfig) -> None:
     """The tasks' options (`metadata`, with each model's arguments, as lm-eval merges them) are
     checked now, as `lm_eval` checks them at start-up: a bad one fails the sweep once, before
     anything runs, not every run one after the other."""
-    from lm_eval_longmem.preflight import check_task_options as check
+    from lm_eval_longmem.harness.preflight import check_task_options as check
 
     for model in config.models:
         check(config.tasks, {**model, **config.model_args, **config.metadata})

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.run_name import run_folder_name
+from lm_eval_longmem.harness.run_name import run_folder_name
 from lm_eval_longmem.sweep.config import SweepConfig
 
 MODEL = "longmem"

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_longmem.hub import loading_from_hub
+from lm_eval_longmem.common.hub import loading_from_hub
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods, build_method, split_method_args
 from lm_eval_longmem.models.methods.recorded import resolve_method
 
@@ -59,7 +59,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
 
     source = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(source, str) or not source:
-        from lm_eval_longmem.default_model import default_model_dir
+        from lm_eval_longmem.models.default_model import default_model_dir
 
         source = str(default_model_dir())
     config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.typed_values import MalformedValueError, coerce, show_value
+from lm_eval_longmem.common.typed_values import MalformedValueError, coerce, show_value
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ def check_choice(option: str, value: str, choices: Sequence[str], error: type[Ex
     """`value` is one of `choices`; else the choices and the closest one."""
     if value in choices:
         return
-    from lm_eval_longmem.suggestions import did_you_mean
+    from lm_eval_longmem.common.suggestions import did_you_mean
 
     raise error(f"--metadata {option}={value} is not one of {', '.join(choices)}.{did_you_mean(value, choices)}")
 

@@ -55,7 +55,7 @@ def build_method(recipe: Recipe):
     from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError, get_method
     from lm_eval_longmem.models.methods import build_method as build
     from lm_eval_longmem.models.methods.arguments import field_names
-    from lm_eval_longmem.suggestions import did_you_mean
+    from lm_eval_longmem.common.suggestions import did_you_mean
 
     try:
         known = field_names(get_method(recipe.method).Args)
@@ -71,7 +71,7 @@ def build_method(recipe: Recipe):
 
 def base_model_source(recipe: Recipe) -> str:
     if recipe.model == "default":
-        from lm_eval_longmem.default_model import DefaultModelMissingError, default_model_dir
+        from lm_eval_longmem.models.default_model import DefaultModelMissingError, default_model_dir
 
         try:
             return str(default_model_dir())
@@ -132,7 +132,7 @@ def load_pretrained(recipe: Recipe) -> TrainableModel:
 @contextlib.contextmanager
 def hub_errors_as_training_errors(name: str):
     """`loading_from_hub` (fail fast offline) with its errors turned into TrainingErrors."""
-    from lm_eval_longmem.hub import HubUnavailableError, MissingLocalPathError, loading_from_hub
+    from lm_eval_longmem.common.hub import HubUnavailableError, MissingLocalPathError, loading_from_hub
 
     try:
         with loading_from_hub(name):

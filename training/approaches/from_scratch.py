@@ -26,7 +26,7 @@ class FromScratch(Approach):
         if not model_type:
             raise TrainingError("approach=from_scratch needs model_config.model_type (and the architecture's fields).")
         if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
-            from lm_eval_longmem.suggestions import did_you_mean
+            from lm_eval_longmem.common.suggestions import did_you_mean
 
             raise TrainingError(f"model_config.model_type={model_type} is not a model type transformers knows."
                                 f"{did_you_mean(str(model_type), CONFIG_MAPPING.keys())}")

@@ -3,7 +3,7 @@ any `datasets` Hub id, streamed so that only the tokens a run needs are read, or
 synthetic passkey-retrieval documents (the task's prompt followed by the answer), for the
 Infini-attention paper's passkey fine-tune: each one sized to a training row, so that a key is
 never cut off from its question by packing. Offline, a Hub id not in the local cache fails at
-once with the fix (lm_eval_longmem.hub)."""
+once with the fix (lm_eval_longmem.common.hub)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lm_eval_longmem.data.corpora import CORPUS_NAMES, CorpusUnavailableError, load_corpus
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError, load_hub_dataset
-from lm_eval_longmem.hub import looks_like_hub_id
+from lm_eval_longmem.common.hub import looks_like_hub_id
 from lm_eval_longmem_training.errors import TrainingError
 
 

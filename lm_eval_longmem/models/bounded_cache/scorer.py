@@ -17,7 +17,7 @@ from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.piecewise_scoring import score_in_pieces
 from lm_eval_longmem.models.scoring import ScoredSpan
-from lm_eval_longmem.requests import ScoredContinuation
+from lm_eval_longmem.models.requests import ScoredContinuation
 
 
 class BoundedCacheScorer:

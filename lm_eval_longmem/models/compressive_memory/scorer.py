@@ -11,7 +11,7 @@ import torch
 from lm_eval_longmem.models.compressive_memory.recurrence import SegmentRecurrence
 from lm_eval_longmem.models.piecewise_scoring import score_in_pieces
 from lm_eval_longmem.models.scoring import ScoredSpan
-from lm_eval_longmem.requests import ScoredContinuation
+from lm_eval_longmem.models.requests import ScoredContinuation
 
 
 class InfiniScorer:

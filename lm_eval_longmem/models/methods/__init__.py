@@ -45,7 +45,7 @@ def get_method(name: str) -> type[LongMemMethod]:
     """The method called exactly `name` (names are lower case: `YARN` is refused, `yarn` suggested)."""
     methods = available_methods()
     if not isinstance(name, str) or name not in methods:  # lm-eval may hand over a number, list or mapping
-        from lm_eval_longmem.suggestions import did_you_mean
+        from lm_eval_longmem.common.suggestions import did_you_mean
 
         hint = did_you_mean(name, methods, form="method={}") if isinstance(name, str) else ""
         raise UnknownMethodError(

@@ -8,7 +8,7 @@ import typing
 from typing import Any
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.typed_values import coerce
+from lm_eval_longmem.common.typed_values import coerce
 
 
 # Every integer argument of a method counts or sizes tokens; past int64 it cannot index a tensor

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lm_eval_longmem.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
+from lm_eval_longmem.models.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
 from lm_eval_longmem.models.methods.base import LongMemMethod
 
 # The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the

@@ -59,7 +59,7 @@ def read_config_dict(pretrained, **hub_options) -> dict[str, Any]:
 
 def checkpoint_config(pretrained, model_args: dict[str, Any]) -> dict[str, Any]:
     """`pretrained`'s config dict, read with the Hub options of `model_args` (failing fast offline)."""
-    from lm_eval_longmem.hub import loading_from_hub
+    from lm_eval_longmem.common.hub import loading_from_hub
 
     hub_options = {k: model_args[k] for k in HUB_OPTIONS if k in model_args}
     with loading_from_hub(pretrained):

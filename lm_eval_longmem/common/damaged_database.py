@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 
-from lm_eval_longmem.atomic_files import warn_rebuilding
+from lm_eval_longmem.common.atomic_files import warn_rebuilding
 
 _SIDE_FILES = ("-journal", "-wal", "-shm")  # belong to the database: a stale journal would corrupt a new one
 

@@ -80,27 +80,27 @@ class _AfterImport:
 
 
 def _on_models_loaded(_module):
-    from lm_eval_longmem.registration import register_model
+    from lm_eval_longmem.harness.registration import register_model
 
     register_model()
 
 
 def _on_task_manager_loaded(module):
-    from lm_eval_longmem.registration import register_task_index_cache, register_tasks
+    from lm_eval_longmem.harness.registration import register_task_index_cache, register_tasks
 
     register_tasks(module)
     register_task_index_cache()
 
 
 def _on_tracker_loaded(module):
-    from lm_eval_longmem.registration import register_run_names
+    from lm_eval_longmem.harness.registration import register_run_names
 
     register_run_names(module)
 
 
 def _on_loggers_utils_loaded(module):
     """Before lm-eval's evaluator binds `get_git_commit_hash` (quiet.py)."""
-    from lm_eval_longmem.registration import register_quiet_git_probe
+    from lm_eval_longmem.harness.registration import register_quiet_git_probe
 
     register_quiet_git_probe(module)
 
@@ -109,8 +109,8 @@ def _on_cli_run_loaded(module):
     """Offline checks (uncached model, missing datasets) before lm-eval loads anything heavy,
     a malformed option string as one line (cli_mistakes.py), and the known-harmless library
     messages of our tasks silenced (quiet.py)."""
-    from lm_eval_longmem import cli_mistakes, quiet
-    from lm_eval_longmem.preflight import install
+    from lm_eval_longmem.harness import cli_mistakes, quiet
+    from lm_eval_longmem.harness.preflight import install
 
     install(module)
     cli_mistakes.install_option_parsing()
@@ -119,7 +119,7 @@ def _on_cli_run_loaded(module):
 
 def _on_evaluate_config_loaded(module):
     """An unknown task name answered with the closest known ones (cli_mistakes.py)."""
-    from lm_eval_longmem.cli_mistakes import install_task_suggestions
+    from lm_eval_longmem.harness.cli_mistakes import install_task_suggestions
 
     install_task_suggestions(module)
 

@@ -15,9 +15,9 @@ import json
 import logging
 from pathlib import Path
 
-from lm_eval_longmem.atomic_files import FOLDER_MANIFEST, atomic_directory, folder_problem, record_folder, warn_rebuilding
+from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST, atomic_directory, folder_problem, record_folder, warn_rebuilding
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.paths import cache_dir
+from lm_eval_longmem.common.paths import cache_dir
 
 logger = logging.getLogger(__name__)
 

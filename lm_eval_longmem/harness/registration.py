@@ -13,16 +13,19 @@ import logging
 import sys
 from pathlib import Path
 
+from lm_eval_longmem.harness.run_arguments import MODEL_NAME
+
 logger = logging.getLogger(__name__)
 
-MODEL_NAME = "longmem"
 MODEL_TARGET = "lm_eval_longmem.models.longmem:LongMemLM"
 ENTRY_POINT_GROUPS = ("lm_eval.models", "lm_eval.tasks")
 _WRAPPED_MARKER = "__lm_eval_longmem_wrapped__"
 
 
 def tasks_dir() -> Path:
-    return Path(__file__).resolve().parent / "tasks"
+    from lm_eval_longmem.tasks import TASKS_DIR
+
+    return Path(TASKS_DIR)
 
 
 def lm_eval_loads_entry_points(module) -> bool:
@@ -108,7 +111,7 @@ def register_run_names(tracker_module=None) -> bool:
         original(self, model_source, model_args, *args, **kwargs)
         if model_source != MODEL_NAME:
             return
-        from lm_eval_longmem.run_name import run_folder_name
+        from lm_eval_longmem.harness.run_name import run_folder_name
 
         try:
             name = run_folder_name(model_args)
@@ -124,7 +127,7 @@ def register_run_names(tracker_module=None) -> bool:
 
 def register_task_index_cache() -> bool:
     """lm-eval's built-in task YAMLs parsed once per install, not on every start (task_index_cache.py)."""
-    from lm_eval_longmem.task_index_cache import install
+    from lm_eval_longmem.harness.task_index_cache import install
 
     return install()
 
@@ -132,7 +135,7 @@ def register_task_index_cache() -> bool:
 def register_quiet_git_probe(utils_module=None) -> None:
     """lm-eval's commit probe without git's "fatal: not a git repository" (quiet.py); also
     replaced in the evaluator if it has already bound the name."""
-    from lm_eval_longmem import quiet
+    from lm_eval_longmem.harness import quiet
 
     if utils_module is None:
         import lm_eval.loggers.utils as utils_module
@@ -141,7 +144,7 @@ def register_quiet_git_probe(utils_module=None) -> None:
 
 def register_log_filters() -> None:
     """The Python API drops the same known-harmless messages as the CLI (quiet.py)."""
-    from lm_eval_longmem import quiet
+    from lm_eval_longmem.harness import quiet
 
     quiet.install()
 

@@ -9,10 +9,11 @@ own tokenizer for it instead. An explicit `tokenizer=` (in either place) is neve
 
 from __future__ import annotations
 
+from lm_eval_longmem.harness.run_arguments import MODEL_NAME, arguments_dict
+
+
 def fill_default_tokenizer(args) -> bool:
     """Add `tokenizer=<embedded model dir>` to `args.metadata` where nothing names a tokenizer."""
-    from lm_eval_longmem.preflight import MODEL_NAME, arguments_dict
-
     if getattr(args, "model", None) != MODEL_NAME:
         return False
     model_args = arguments_dict(getattr(args, "model_args", None))
@@ -21,7 +22,7 @@ def fill_default_tokenizer(args) -> bool:
         return False  # a form we do not parse here: left exactly as the user wrote it
     if "pretrained" in model_args or "tokenizer" in model_args or "tokenizer" in (metadata or {}):
         return False
-    from lm_eval_longmem.default_model import default_model_dir
+    from lm_eval_longmem.models.default_model import default_model_dir
 
     args.metadata = {**(metadata or {}), "tokenizer": str(default_model_dir())}
     return True

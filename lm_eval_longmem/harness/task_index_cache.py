@@ -25,7 +25,7 @@ import os
 import pickle
 from pathlib import Path
 
-from lm_eval_longmem.atomic_files import atomic_write, warn_rebuilding
+from lm_eval_longmem.common.atomic_files import atomic_write, warn_rebuilding
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def prune(folder: Path, keep: int) -> None:
 def open_store() -> ParsedYamlStore:
     import lm_eval
 
-    from lm_eval_longmem.paths import cache_dir
+    from lm_eval_longmem.common.paths import cache_dir
 
     folder = builtin_tasks_dir()
     version = getattr(lm_eval, "__version__", "unknown")

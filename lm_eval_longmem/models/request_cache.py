@@ -25,8 +25,8 @@ import os
 import re
 import sys
 
-from lm_eval_longmem.atomic_files import warn_rebuilding, write_json
-from lm_eval_longmem.damaged_database import set_aside_if_damaged
+from lm_eval_longmem.common.atomic_files import warn_rebuilding, write_json
+from lm_eval_longmem.common.damaged_database import set_aside_if_damaged
 
 # A child of lm-eval's logger: the message shows right after lm-eval's own "Using cache at"
 # line (which names the path we replace), in its format and at its --verbosity.
@@ -59,7 +59,7 @@ def own_cache_path(lm, cache_db: str) -> str:
     if not is_longmem(lm):
         return cache_db
     from lm_eval_longmem.models.score_fingerprint import fingerprint_digest, score_fingerprint
-    from lm_eval_longmem.run_name import SEPARATOR, model_label
+    from lm_eval_longmem.harness.run_name import SEPARATOR, model_label
 
     fingerprint = score_fingerprint(lm)
     loading = getattr(lm, "loading_args", {})

@@ -99,7 +99,7 @@ def checkpoint_architecture(method: str, pretrained, args: dict[str, Any]) -> di
     and any switch that differs from it); {} for every other method."""
     if method != "fox" or pretrained is None:
         return {}
-    from lm_eval_longmem.fox_architecture import architecture_arguments
+    from lm_eval_longmem.models.fox_architecture import architecture_arguments
     from lm_eval_longmem.models.methods.recorded import checkpoint_config
 
     return architecture_arguments(checkpoint_config(pretrained, args))
@@ -107,7 +107,7 @@ def checkpoint_architecture(method: str, pretrained, args: dict[str, Any]) -> di
 
 def model_label(args: dict[str, Any]) -> str:
     """Short, safe name of the model a run loads (see the module docstring)."""
-    from lm_eval_longmem.default_model import DEFAULT_MODEL_NAME
+    from lm_eval_longmem.models.default_model import DEFAULT_MODEL_NAME
 
     pretrained = args.get("pretrained")
     label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(str(pretrained))

@@ -19,10 +19,10 @@ import functools
 import os
 from typing import Any
 
-from lm_eval_longmem.default_task_metadata import fill_default_tokenizer
+from lm_eval_longmem.harness.default_task_metadata import fill_default_tokenizer
+from lm_eval_longmem.harness.run_arguments import MODEL_NAME, arguments_dict, task_names
 
 _MARKER = "__lm_eval_longmem_preflight__"
-MODEL_NAME = "longmem"
 
 
 def install(run_module=None) -> bool:
@@ -51,33 +51,12 @@ def install(run_module=None) -> bool:
     return True
 
 
-def arguments_dict(value: Any) -> dict:
-    """`--model_args` / `--metadata` as lm-eval parses them (typed values), from a dict or "k=v,k=v"."""
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str) and value.strip():
-        from lm_eval.utils import simple_parse_args_string
-
-        return simple_parse_args_string(value)
-    return {}
-
-
-def _task_names(tasks: Any) -> list[str]:
-    if isinstance(tasks, str):
-        tasks = [tasks]
-    names = []
-    for item in tasks or []:
-        if isinstance(item, str):
-            names += [t.strip() for t in item.split(",") if t.strip()]
-    return names
-
-
 AUTO_DEVICE = "auto"  # longmem's models.longmem.AUTO_DEVICE (not imported here: it pulls in torch)
 
 
 def check(args) -> None:
     """Raise our one-message error when the run needs what this offline machine lacks."""
-    from lm_eval_longmem.hub import hub_reachable
+    from lm_eval_longmem.common.hub import hub_reachable
 
     model_args = arguments_dict(getattr(args, "model_args", None))
     ours = getattr(args, "model", None) == MODEL_NAME
@@ -85,7 +64,7 @@ def check(args) -> None:
         check_model_source(model_args.get("pretrained"))
         if getattr(args, "device", AUTO_DEVICE) is None:  # not typed: lm-eval would fill in cuda:0
             args.device = AUTO_DEVICE
-    tasks = _task_names(getattr(args, "tasks", None))
+    tasks = task_names(getattr(args, "tasks", None))
     if tasks:
         from lm_eval_longmem.data.requirements import missing_for, needed
 
@@ -154,7 +133,7 @@ def check_method_arguments(model_args: dict) -> None:
 def check_model_source(pretrained: Any) -> None:
     """A local path that does not exist, or a Hub id with no trace in the local cache while the
     Hub is unreachable, is an error now."""
-    from lm_eval_longmem.hub import (
+    from lm_eval_longmem.common.hub import (
         HubUnavailableError, hub_reachable, looks_like_hub_id, require_existing_path, uncached_model_message,
     )
 

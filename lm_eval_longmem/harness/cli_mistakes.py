@@ -84,7 +84,7 @@ def unknown_tasks_message(tasks, include_path=None, model: str | None = None) ->
     None when every name is known (the failure was something else: a YAML path, ...)."""
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_longmem.suggestions import close_matches, did_you_mean, either
+    from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
 
     manager = TaskManager(include_path=include_path)
     unknown = [name for name in requested_names(tasks) if not name.endswith(".yaml") and not manager.match_tasks([name])]
@@ -108,7 +108,7 @@ def unknown_tasks_message(tasks, include_path=None, model: str | None = None) ->
 
 def plugin_task_names(manager) -> list[str]:
     """The tasks and groups of our task folder, as `manager` indexed them."""
-    from lm_eval_longmem.registration import tasks_dir
+    from lm_eval_longmem.harness.registration import tasks_dir
 
     ours = tasks_dir()
     names = []

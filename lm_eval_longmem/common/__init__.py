@@ -1,0 +1,2 @@
+"""Small pieces every layer uses: typed values, "did you mean", cache paths, crash-safe files,
+damaged SQLite databases and the Hub's reachability. Nothing here imports torch or lm-eval."""
