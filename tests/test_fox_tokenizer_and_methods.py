@@ -11,6 +11,7 @@ from lm_eval_longmem.models.fox.compatibility import (
     check_method_fits,
 )
 from lm_eval_longmem.models.fox.json_gpt2_tokenizer import json_escape, json_unescape
+from lm_eval_longmem.models.methods import available_methods, build_method, get_method
 from lm_eval_longmem.models.methods.recorded import recorded_method
 
 
@@ -69,7 +70,7 @@ def test_a_fox_family_checkpoint_selects_method_fox(model_type):
 
 def test_method_fox_on_another_architecture_says_how_to_get_a_checkpoint():
     with pytest.raises(ArchitectureMismatchError) as err:
-        check_method_fits({"model_type": "llama"}, "fox", source="my-llama")
+        check_method_fits({"model_type": "llama"}, get_method("fox"), source="my-llama")
     message = str(err.value)
     assert "my-llama" in message and "architecture" in message
     assert "zhixuan-lin/fox-pro-760m-longcrawl64-48b" in message and "fox.yaml" in message
@@ -77,6 +78,7 @@ def test_method_fox_on_another_architecture_says_how_to_get_a_checkpoint():
 
 @pytest.mark.parametrize("method", ["yarn", "pi", "self_extend", "lm_infinite"])
 def test_rope_methods_on_fox_say_fox_has_no_rope(method):
+    method = get_method(method)
     with pytest.raises(ArchitectureMismatchError, match="FoX has no RoPE"):
         check_method_fits({"model_type": FOX_MODEL_TYPE, "use_rope": False}, method)
     with pytest.raises(ArchitectureMismatchError, match="rope_base"):
@@ -85,6 +87,21 @@ def test_rope_methods_on_fox_say_fox_has_no_rope(method):
 
 @pytest.mark.parametrize("method", ["statedclm", "streamingllm", "vanilla"])
 def test_other_methods_on_fox_point_to_method_fox(method):
+    method = get_method(method)
     with pytest.raises(ArchitectureMismatchError, match="Use method=fox"):
         check_method_fits({"model_type": FOX_MODEL_TYPE}, method)
     check_method_fits({"model_type": "llama"}, method)  # and leave other models alone
+
+
+def test_each_method_says_what_it_needs_of_the_architecture():
+    methods = available_methods()
+    assert {name for name, cls in methods.items() if cls.rewrites_rope} == {
+        "pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "lm_infinite"}
+    assert {name for name, cls in methods.items() if cls.needs_fox_checkpoint} == {"fox"}
+    assert {name for name, cls in methods.items() if cls.leaves_model_as_trained} == {"fox", "vanilla"}
+
+
+def test_the_check_takes_a_built_method_as_well_as_its_class():
+    check_method_fits({"model_type": FOX_MODEL_TYPE}, build_method("fox", {}))
+    with pytest.raises(ArchitectureMismatchError, match="method=yarn does not apply"):
+        check_method_fits({"model_type": FOX_MODEL_TYPE}, build_method("yarn", {}))

@@ -303,7 +303,7 @@ def test_checkpoint_records_its_method(tiny_model_dir, tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
     from lm_eval_longmem.models.longmem import LongMemLM
-    from lm_eval_longmem.models.methods.recorded import record_method
+    from lm_eval_longmem.models.method_record import record_method
 
     import shutil
 

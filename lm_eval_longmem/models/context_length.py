@@ -18,9 +18,9 @@ Three lengths, kept apart on purpose:
 
 from __future__ import annotations
 
-from lm_eval.models.utils import resolve_max_length
+from typing import Protocol
 
-from lm_eval_longmem.models.methods import LongMemMethod
+from lm_eval.models.utils import resolve_max_length
 
 # Config attributes that mean positions enter attention relatively (rotary or ALiBi).
 _RELATIVE_POSITION_ATTRIBUTES = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base")
@@ -28,19 +28,30 @@ _RELATIVE_POSITION_ATTRIBUTES = ("rope_parameters", "rope_scaling", "rope_theta"
 _POSITION_TABLE_ATTRIBUTES = ("n_positions", "max_position_embeddings")
 
 
+class LengthRules(Protocol):
+    """What these rules ask of a method: a `LongMemMethod` has it. Typed by shape, not by class,
+    so that this module, shared by the wrapper and the tasks, sits below the methods."""
+
+    bounded_memory: bool
+
+    def context_length(self, base_length: int) -> int: ...
+
+    def sizing_length(self, base_length: int) -> int: ...
+
+
 def training_length(config, tokenizer=None) -> int:
     """The context length the checkpoint declares (what it was trained for)."""
     return resolve_max_length(config, tokenizer)
 
 
-def usable_context_length(config, method: LongMemMethod, max_length: int | None = None, tokenizer=None) -> int:
+def usable_context_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
     """An explicit `max_length` wins; otherwise the method's extension of the training length."""
     if max_length:
         return int(max_length)
     return method.context_length(training_length(config, tokenizer))
 
 
-def default_sizing_length(config, method: LongMemMethod, max_length: int | None = None, tokenizer=None) -> int:
+def default_sizing_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
     """What tasks size their default grids by (the claimed length l): an explicit `max_length`,
     else the method's `sizing_length` of the training length."""
     if max_length:
@@ -71,7 +82,7 @@ def position_limit(config) -> int | None:
     return min(int(getattr(config, name)) for name in _POSITION_TABLE_ATTRIBUTES if getattr(config, name, None))
 
 
-def hard_input_limit(config, method: LongMemMethod, max_length: int | None = None) -> int | None:
+def hard_input_limit(config, method: LengthRules, max_length: int | None = None) -> int | None:
     """The longest input that may run when a request asks to go past the context length on
     purpose; None for no limit but memory. An explicit `max_length` is the user's cap; a
     bounded-memory method keeps positions inside its cache, so the position table does not bind."""

@@ -126,7 +126,7 @@ class LongMemLM(HFLM):
             raise UnknownModelArgumentError(self._unknown_arguments_message(unknown))
         for key, value in self._config_overrides.items():
             setattr(self._config, key, value)
-        check_method_fits(self._config, self.longmem_method.name, source=str(pretrained))
+        check_method_fits(self._config, self.longmem_method, source=str(pretrained))
         self.longmem_method.prepare_config(self._config)
 
     def _create_model(self, pretrained, **kwargs) -> None:

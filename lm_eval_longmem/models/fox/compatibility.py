@@ -3,7 +3,9 @@
 FoX is an architecture, not a patch: its forget gate is part of the trained weights. So
 `method=fox` selects a FoX checkpoint (and is picked by itself for one), and methods that
 patch another architecture's attention, RoPE or cache do not apply to it. The wrapper and
-the tasks ask before any model is built; configs may be objects or config.json dicts.
+the tasks ask before any model is built; configs may be objects or config.json dicts. The
+method says what it needs (`LongMemMethod.rewrites_rope`, `needs_fox_checkpoint`,
+`leaves_model_as_trained`), so this machinery names no method but FoX itself.
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ TRANSFORMER_BASELINE_MODEL_TYPE = TransformerBaselineConfig.model_type
 OFFICIAL_CHECKPOINTS = tuple(
     f"zhixuan-lin/{name}-760m-longcrawl64-48b" for name in ("fox-pro", "transformer-pro", "fox-llama", "transformer-llama")
 )
-ROPE_METHODS = frozenset({"pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "lm_infinite"})
-# Methods that leave any causal LM as it is, and so also run a FoX checkpoint unchanged.
-ARCHITECTURE_NEUTRAL_METHODS = frozenset({"fox"})
 
 
 class ArchitectureMismatchError(LongMemError, ValueError):
@@ -49,19 +48,20 @@ def how_to_get_a_fox_checkpoint() -> str:
     )
 
 
-def check_method_fits(config, method_name: str, source: str = "the model") -> None:
-    """Raise `ArchitectureMismatchError` when `method_name` cannot run `config`'s architecture."""
+def check_method_fits(config, method, source: str = "the model") -> None:
+    """Raise `ArchitectureMismatchError` when `method` (a `LongMemMethod` class or instance)
+    cannot run `config`'s architecture."""
     fox = is_fox_family(config)
-    if method_name == "fox" and not fox:
+    if method.needs_fox_checkpoint and not fox:
         raise ArchitectureMismatchError(
-            f"method=fox needs a Forgetting Transformer checkpoint, but {source} is a "
+            f"method={method.name} needs a Forgetting Transformer checkpoint, but {source} is a "
             f"{model_type_of(config) or 'model of unknown type'!r} model. FoX is an architecture trained "
             "with its forget gate, not a method that can be applied to another model. "
             + how_to_get_a_fox_checkpoint()
         )
-    if not fox or method_name in ARCHITECTURE_NEUTRAL_METHODS:
+    if not fox or method.needs_fox_checkpoint:
         return
-    if method_name in ROPE_METHODS:
+    if method.rewrites_rope:
         why = (
             "FoX has no RoPE (its forget gate replaces positional encoding), so there are no rotary "
             "frequencies to extend"
@@ -70,15 +70,15 @@ def check_method_fits(config, method_name: str, source: str = "the model") -> No
             "rope_parameters that the RoPE methods rewrite"
         )
         raise ArchitectureMismatchError(
-            f"method={method_name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
+            f"method={method.name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
             "Use method=fox (or leave method= out: a FoX checkpoint selects it by itself)."
         )
-    if method_name == "vanilla":
+    if method.leaves_model_as_trained:
         why = "a FoX-family checkpoint runs as trained under method=fox, so results record it as FoX"
     else:
         why = "it patches the attention and cache of Llama-family models"
     raise ArchitectureMismatchError(
-        f"method={method_name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
+        f"method={method.name} does not apply to {source}, a {model_type_of(config)!r} checkpoint: {why}. "
         "Use method=fox (or leave method= out: a FoX checkpoint selects it by itself)."
     )
 

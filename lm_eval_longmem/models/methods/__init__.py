@@ -15,7 +15,8 @@ from lm_eval_longmem.models.methods.arguments import (
 )
 from lm_eval_longmem.models.methods.base import LongMemMethod, registered_methods
 
-_INFRASTRUCTURE = {"base", "arguments", "recorded"}
+# Modules that define no method: the base classes, argument parsing, checkpoint records.
+_INFRASTRUCTURE = {"base", "arguments", "recorded", "rope_extension_base", "bounded_cache_base"}
 DEFAULT_METHOD = "vanilla"
 
 

@@ -37,6 +37,15 @@ class LongMemMethod:
     # being longer than the base model's context, and its default grids stay at the base
     # length (comparable with `vanilla`). Tasks read it through `tasks.model_view.ModelView`.
     bounded_memory: ClassVar[bool] = False
+    # What the method needs of the checkpoint's architecture (`models/fox/compatibility.py` asks
+    # before any weight is loaded): its hooks rewrite the rotary frequencies or the rotary
+    # attention of a transformers RoPE model (the RoPE-extension base class sets it) ...
+    rewrites_rope: ClassVar[bool] = False
+    # ... it runs a Forgetting Transformer checkpoint and nothing else (`fox`) ...
+    needs_fox_checkpoint: ClassVar[bool] = False
+    # ... or no hook changes the model: it runs as trained (`vanilla`, `fox`). On a FoX-family
+    # checkpoint that is method=fox's job, so that results record the run as FoX.
+    leaves_model_as_trained: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

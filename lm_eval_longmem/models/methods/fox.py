@@ -27,6 +27,8 @@ ARCHITECTURE_SWITCHES = (
 class ForgettingTransformer(LongMemMethod):
     name = "fox"
     summary = "Forgetting Transformer checkpoint as trained (selected by itself for one; an architecture, not a patch)"
+    needs_fox_checkpoint = True
+    leaves_model_as_trained = True
 
     def __init__(self, args=None):
         super().__init__(args)

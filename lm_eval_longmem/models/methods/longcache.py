@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, LayerCache
+from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
+from lm_eval_longmem.models.methods.bounded_cache_base import BoundedCacheMethod
 
 
 @dataclass(frozen=True)

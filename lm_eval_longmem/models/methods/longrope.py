@@ -12,6 +12,7 @@ from lm_eval_longmem.models.rope.parameters import NotARopeModelError, rope_para
 class LongRoPE(LongMemMethod):
     name = "longrope"
     summary = "the checkpoint's own LongRoPE factors (transformers rope_type longrope), checked and kept"
+    rewrites_rope = True
 
     def prepare_config(self, config) -> None:
         params = rope_parameters(config, self.name)

@@ -15,11 +15,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from lm_eval_longmem.models.method_record import ARGS_KEY, METHOD_KEY
 
+logger = logging.getLogger(__name__)
 HUB_OPTIONS = ("revision", "trust_remote_code", "token", "cache_dir")
-METHOD_KEY = "longmem_method"
-ARGS_KEY = "longmem_method_args"
 
 
 def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -33,12 +32,6 @@ def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] |
     if not isinstance(args, dict):
         raise ValueError(f"config.json: {ARGS_KEY} must be a mapping of argument names to values, got {args!r}")
     return str(name), dict(args)
-
-
-def record_method(config, name: str, args: dict[str, Any]) -> None:
-    """Write the method into a config (for the training module, before `save_pretrained`)."""
-    setattr(config, METHOD_KEY, name)
-    setattr(config, ARGS_KEY, {k: v for k, v in args.items() if v is not None})
 
 
 def read_recorded_method(pretrained, **hub_options) -> tuple[str, dict[str, Any]] | None:

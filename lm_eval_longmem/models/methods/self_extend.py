@@ -34,6 +34,7 @@ class SelfExtend(LongMemMethod):
     name = "self_extend"
     summary = "Self-Extend: neighbour window M at true distance + grouped (size N) distances beyond"
     Args = SelfExtendArgs
+    rewrites_rope = True
 
     def __init__(self, args=None):
         super().__init__(args)

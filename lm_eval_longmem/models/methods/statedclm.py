@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
+from lm_eval_longmem.models.methods.bounded_cache_base import BoundedCacheMethod
 
 
 @dataclass(frozen=True)

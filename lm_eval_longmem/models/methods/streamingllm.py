@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from lm_eval_longmem.models.bounded_cache import BoundedCacheMethod, BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.methods.bounded_cache_base import BoundedCacheMethod
 
 
 @dataclass(frozen=True)

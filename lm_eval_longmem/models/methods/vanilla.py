@@ -6,3 +6,4 @@ from lm_eval_longmem.models.methods.base import LongMemMethod
 class Vanilla(LongMemMethod):
     name = "vanilla"
     summary = "the model unchanged (baseline)"
+    leaves_model_as_trained = True

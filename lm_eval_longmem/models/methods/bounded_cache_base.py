@@ -1,7 +1,9 @@
 """The part every bounded-cache method shares: hooking the policy into the wrapper.
 
 A method subclasses `BoundedCacheMethod`, declares its `Args` (a `BudgetArgs` subclass) and
-`make_policy`; scoring and generation then run through `BoundedCacheRunner`.
+`make_policy`; scoring and generation then run through `BoundedCacheRunner`. A base class, not a
+method (it sets no `name`): it lives here, above the machinery of `models/bounded_cache/`, which
+never imports a method.
 """
 
 from __future__ import annotations
@@ -9,10 +11,10 @@ from __future__ import annotations
 import logging
 from abc import ABCMeta, abstractmethod
 
-from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+from lm_eval_longmem.models.llama_decoder import Decoder
 from lm_eval_longmem.models.methods.base import LongMemMethod
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,7 @@
 """What the RoPE-extension methods share: a target length (factor t or target_length C') over
-an original length C, the raised context length, and the check that the model has RoPE."""
+an original length C, the raised context length, and the check that the model has RoPE.
+
+A base class, not a method (it sets no `name`); the formulas it uses are in `models/rope/`."""
 
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class RopeExtensionMethod(LongMemMethod):
     """Base of the methods that extend a RoPE model to a target length."""
 
     Args = TargetArgs
+    rewrites_rope = True
 
     def __init__(self, args=None):
         super().__init__(args)
