@@ -150,7 +150,7 @@ def recorded_args(method) -> dict[str, Any]:
 def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_record: dict, state_dict=None) -> None:
     """save_pretrained + tokenizer, the config naming the method (so `pretrained=<dir>` applies
     it) and the run (recipe, data, steps)."""
-    from lm_eval_longmem.models.methods.recorded import record_method
+    from lm_eval_longmem.models.method_record import record_method
 
     config = model.config
     if method is not None:
