@@ -17,13 +17,14 @@ from test_cli_end_to_end import BIN, run
 from test_cli_errors import assert_one_message
 
 from lm_eval_longmem.harness import preflight, quiet
-from lm_eval_longmem.data import requirements
+from lm_eval_longmem.tasks import registry
+from lm_eval_longmem.tasks.dataset_needs import needed
 from lm_eval_longmem.models.longmem import _parse_bool
 from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK, Options as PasskeyOptions
 from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
 
-TASKS_DIR = Path(requirements.__file__).resolve().parent.parent / "tasks"
+TASKS_DIR = Path(registry.__file__).resolve().parent
 
 
 @pytest.fixture
@@ -173,14 +174,14 @@ def test_start_up_check_passes_what_it_cannot_judge(monkeypatch):
 
 def test_datasets_needed_follow_the_options():
     group = {"longmem_trec_manyshot": ["trec"], "longmem_topicret": ["leval-topicret"]}
-    assert {t: [k for k, users in requirements.needed(["longmem"]).items() if t in users] for t in group} == group
-    assert requirements.needed(["longmem"], {"trec_data_dir": "/d", "topicret_data": "/t"}) == {}
-    assert requirements.needed(["longmem_trec_manyshot"], {"trec_source": "manyshots"}) == {
+    assert {t: [k for k, users in needed(["longmem"]).items() if t in users] for t in group} == group
+    assert needed(["longmem"], {"trec_data_dir": "/d", "topicret_data": "/t"}) == {}
+    assert needed(["longmem_trec_manyshot"], {"trec_source": "manyshots"}) == {
         "trec-manyshots": ["longmem_trec_manyshot"]
     }
-    assert requirements.needed(["forgetting_curve"]) == {}  # auto falls back to the offline corpus
-    assert requirements.needed(["forgetting_curve"], {"fc_corpus": "pg19"}) == {"pg19": ["forgetting_curve"]}
-    assert set(requirements.group_members()) >= {"forgetting_curve", "longmem_passkey", "longmem_trec_manyshot",
+    assert needed(["forgetting_curve"]) == {}  # auto falls back to the offline corpus
+    assert needed(["forgetting_curve"], {"fc_corpus": "pg19"}) == {"pg19": ["forgetting_curve"]}
+    assert set(registry.group_members()) >= {"forgetting_curve", "longmem_passkey", "longmem_trec_manyshot",
                                                  "longmem_topicret"}
 
 

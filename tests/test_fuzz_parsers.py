@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import json
 import math
 import os
@@ -40,9 +39,10 @@ from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods import DEFAULT_METHOD, MethodArgumentError, available_methods
 from lm_eval_longmem.models.methods.arguments import parse_args
-from lm_eval_longmem.models.methods.recorded import method_from_model_args
+from lm_eval_longmem.models.methods.resolution import resolve_method
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values
 from lm_eval_longmem.sweep.plan import plan_runs
+from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.common.typed_values import coerce
 
@@ -151,9 +151,8 @@ def argument_pairs(args_cls) -> st.SearchStrategy[list[tuple[str, str]]]:
 def read_model_args(front_end, text: str):
     """(the built method, the other model args) as `--model longmem --model_args TEXT` reads them."""
     raw = front_end(text)
-    rest = dict(raw)
-    pretrained, method = rest.pop("pretrained", None), rest.pop("method", None)
-    return raw, method_from_model_args(pretrained, method, rest, DEFAULT_METHOD)
+    resolved = resolve_method(raw)
+    return raw, (resolved.build(), resolved.other_args)
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
@@ -261,19 +260,21 @@ def test_malformed_model_args_strings_never_give_a_traceback(pieces, front_end):
 
 # --- --metadata, every task option ----------------------------------------------------------
 
+TASKS_WITH_OPTIONS = sorted(d.name for d in registry.declarations() if d.options is not None)
+
+
 def options_class(task: str):
-    module_name, class_name = preflight.OPTION_CLASSES[task]
-    module = importlib.import_module(module_name)
-    return getattr(module, class_name), module.OPTION_PREFIX
+    options = registry.find(task).options
+    return options.load(), options.prefix
 
 
 def test_every_task_with_options_is_fuzzed():
-    """A new task's options class must be known to the start-up check (and so fuzzed here)."""
+    """A new task's options class must be declared (so the start-up check knows it, and it is fuzzed here)."""
     from lm_eval_longmem.tasks import TASKS_DIR
 
     tasks_dir = Path(TASKS_DIR)
     with_prefix = {path.parent.name for path in tasks_dir.glob("*/protocol.py") if "OPTION_PREFIX" in path.read_text()}
-    fuzzed = {preflight.OPTION_CLASSES[task][0].split(".")[-2] for task in preflight.OPTION_CLASSES}
+    fuzzed = {options_class(task)[0].__module__.split(".")[-2] for task in TASKS_WITH_OPTIONS}
     assert with_prefix == fuzzed
 
 
@@ -290,7 +291,7 @@ def metadata_pairs(cls, prefix: str, typed: bool) -> st.SearchStrategy[list[tupl
     return st.lists(st.one_of(own, own, own, unknown, others), max_size=4)
 
 
-@pytest.mark.parametrize("task", sorted(preflight.OPTION_CLASSES))
+@pytest.mark.parametrize("task", TASKS_WITH_OPTIONS)
 @fuzz_settings(100)
 @given(data=st.data())
 def test_metadata_options_of_every_task_are_read_as_typed_or_refused_with_one_message(task, data):
@@ -351,7 +352,7 @@ def _start_up_check_or_user_error(task, raw):
 # --- sweep files ----------------------------------------------------------------------------
 
 ALL_ARGUMENTS = {name: hint for cls in METHODS.values() for name, hint in hints_of(cls.Args).items()}
-TASK_NAMES = sorted(preflight.OPTION_CLASSES)
+TASK_NAMES = TASKS_WITH_OPTIONS
 ALL_OPTIONS = {
     options_class(task)[1] + name: hint for task in TASK_NAMES for name, hint in hints_of(options_class(task)[0]).items()
 }
@@ -447,7 +448,7 @@ def check_planned_as_written(raw: dict, config, runs) -> None:
             reading = read_value(value, hints[name])
             assert reading is not None and reading.value == getattr(parsed, name), f"{name}={value!r} planned for {run.name}"
         for task in run.tasks:
-            if task in preflight.OPTION_CLASSES:  # its options hold: the run will not fail on them
+            if task in TASKS_WITH_OPTIONS:  # its options hold: the run will not fail on them
                 cls, prefix = options_class(task)
                 parse_task_options(cls, {**run.model_args, **run.metadata}, prefix)
 

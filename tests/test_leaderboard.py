@@ -20,9 +20,10 @@ from test_cli_end_to_end import BIN, run
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.errors import LongMemError, ResultsFileError
 from lm_eval_longmem.report.discovery import collect_runs
-from lm_eval_longmem.report.headlines import bucketed, headlines_of
+from lm_eval_longmem.report.headlines import headlines_of
 from lm_eval_longmem.report.leaderboard import UnknownColumnError, build_leaderboard, sort_leaderboard
 from lm_eval_longmem.report.runs import describe_run
+from lm_eval_longmem.tasks.headlines import bucketed
 
 
 def forgetting_metrics(lengths, copy, fine, coarse, fine_bound=False, coarse_bound=False) -> dict:

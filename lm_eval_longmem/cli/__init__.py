@@ -1,9 +1,10 @@
 """`lm-eval-longmem`: lm-eval's own CLI with our plugins registered, plus our subcommands.
 
-    lm-eval-longmem SUBCOMMAND [--help]          # one of SUBCOMMANDS below
+    lm-eval-longmem SUBCOMMAND [--help]          # one of subcommands() below
     lm-eval-longmem <anything else>              # exactly `lm_eval <anything else>`
 
-Each subcommand is one module in this package exposing `HELP` (one line) and `main(argv)`.
+Each subcommand is one module in this package exposing `HELP` (one line) and `main(argv)`, or
+a figure a task declares (built by figure_arguments.py).
 Use the pass-through where start-up hooks are disabled (python -S, some sandboxes, zipapps).
 """
 
@@ -13,32 +14,46 @@ import importlib
 import sys
 
 # name -> module in this package; modules import only argparse at top level, so help is instant.
-SUBCOMMANDS = {
+MODULE_SUBCOMMANDS = {
     "fetch-data": "fetch_data",
     "leaderboard": "leaderboard",
     "methods": "methods",
-    "plot": "plot",
-    "plot-passkey": "plot_passkey",
-    "plot-perplexity": "plot_perplexity",
-    "plot-trec": "plot_trec",
     "sweep": "sweep",
+    "tasks": "tasks",
     "train": "train",
 }
 
 
-def _subcommand(name: str):
-    return importlib.import_module(f"{__name__}.{SUBCOMMANDS[name]}")
+def subcommands() -> dict:
+    """name -> subcommand (`HELP` and `main(argv)`), sorted: our modules, and one figure
+    subcommand per task that declares a figure (cli/figure_arguments.py)."""
+    from lm_eval_longmem.cli.figure_arguments import figure_subcommands
+
+    found = {name: _module(name) for name in MODULE_SUBCOMMANDS} | figure_subcommands()
+    return dict(sorted(found.items()))
+
+
+def _module(name: str):
+    return importlib.import_module(f"{__name__}.{MODULE_SUBCOMMANDS[name]}")
+
+
+def find_subcommand(name: str):
+    """The subcommand called `name` (importing only its module), or None."""
+    from lm_eval_longmem.cli.figure_arguments import figure_subcommands
+
+    return _module(name) if name in MODULE_SUBCOMMANDS else figure_subcommands().get(name)
 
 
 def top_level_help() -> str:
-    width = max(len(name) for name in SUBCOMMANDS)
+    commands = subcommands()
+    width = max(len(name) for name in commands)
     lines = [
         "usage: lm-eval-longmem SUBCOMMAND [options]   (each subcommand has --help)",
         "       lm-eval-longmem [lm_eval options]       (runs lm_eval with the longmem plugin registered)",
         "",
         "subcommands:",
     ]
-    lines += [f"  {name:<{width}}  {_subcommand(name).HELP}" for name in SUBCOMMANDS]
+    lines += [f"  {name:<{width}}  {command.HELP}" for name, command in commands.items()]
     lines += [
         "",
         "Anything else is handed to lm_eval unchanged, e.g.",
@@ -61,7 +76,7 @@ def unknown_subcommand_message(name: str, theirs: list[str]) -> str:
     """lm-eval would answer "invalid choice (choose from 'run', 'ls', 'validate')", hiding ours."""
     from lm_eval_longmem.common.suggestions import did_you_mean
 
-    ours = list(SUBCOMMANDS)
+    ours = list(subcommands())
     return (
         f"unknown subcommand '{name}'.{did_you_mean(name, ours + theirs)} Subcommands: {', '.join(ours)}; "
         f"lm_eval's own: {', '.join(theirs)} (arguments starting with - go to `lm_eval run`). "
@@ -77,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(top_level_help())
         return 0
-    if argv[0] in SUBCOMMANDS:
-        return _subcommand(argv[0]).main(argv[1:])
+    command = find_subcommand(argv[0])
+    if command is not None:
+        return command.main(argv[1:])
 
     from lm_eval_longmem.harness.startup import watch_lm_eval
 

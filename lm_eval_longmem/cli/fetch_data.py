@@ -2,6 +2,7 @@
 
 Run where the Hub is reachable; the datasets land in the Hugging Face caches (copy
 ~/.cache/huggingface to an offline machine). Offline it says it needs network, at once.
+The datasets are those the tasks declare (tasks/<task>/declaration.py).
 """
 
 from __future__ import annotations
@@ -12,27 +13,28 @@ HELP = "download the Hub datasets of the longmem tasks into the local cache (nee
 
 
 def main(argv: list[str]) -> int:
-    from lm_eval_longmem.data.requirements import DATASETS
+    from lm_eval_longmem.tasks.registry import datasets
 
+    known = datasets()
     parser = argparse.ArgumentParser(
         prog="lm-eval-longmem fetch-data",
         description=HELP[0].upper() + HELP[1:] + ". Without arguments: all of them.",
-        epilog="datasets: " + "; ".join(f"{key}: {d.title}" for key, d in DATASETS.items()),
+        epilog="datasets: " + "; ".join(f"{key}: {d.title}" for key, d in known.items()),
     )
-    parser.add_argument("datasets", nargs="*", metavar="DATASET", help=f"any of: {', '.join(DATASETS)}")
+    parser.add_argument("datasets", nargs="*", metavar="DATASET", help=f"any of: {', '.join(known)}")
     parser.add_argument("--list", action="store_true", help="only say which datasets are already here")
     args = parser.parse_args(argv)
-    unknown = [key for key in args.datasets if key not in DATASETS]
+    unknown = [key for key in args.datasets if key not in known]
     if unknown:
-        parser.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
-    keys = args.datasets or list(DATASETS)
+        parser.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    keys = args.datasets or list(known)
 
     from lm_eval_longmem.data.requirements import fetch, is_available
     from lm_eval_longmem.common.hub import HubUnavailableError, hub_reachable, offline_requested
 
     if args.list:
         for key in keys:
-            print(f"{key:<15} {'cached' if is_available(key)[0] else 'missing'}  {DATASETS[key].title}")
+            print(f"{key:<15} {'cached' if is_available(known[key])[0] else 'missing'}  {known[key].title}")
         return 0
     if not hub_reachable():
         where = (
@@ -45,7 +47,7 @@ def main(argv: list[str]) -> int:
             "~/.cache/huggingface to machines without network. Offline, the tasks also read local copies "
             "(--metadata trec_data_dir=DIR, topicret_data=PATH, fc_corpus=PATH)."
         )
-    failed = fetch(keys)
+    failed = fetch(known[key] for key in keys)
     if failed:
         print(f"Could not fetch: {', '.join(failed)}")
         return 1

@@ -1,10 +1,49 @@
-"""What every figure subcommand shares: its arguments (results to read, the output file, a
-title) and its course (check the output, find the runs, draw, say one line per run)."""
+"""Every figure subcommand (`plot`, `plot-passkey`, ...), built from the `Figure` its task
+declares (tasks/<task>/declaration.py): its arguments (results to read, the output file, a
+title, and the task's own), and its course (check the output, find the runs, draw, say one
+line per run)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any, Callable
+
+
+def figure_subcommands() -> dict[str, FigureSubcommand]:
+    """subcommand name -> the subcommand, for every task that declares a figure."""
+    from lm_eval_longmem.tasks import registry
+
+    return {d.figure.subcommand: FigureSubcommand(d) for d in registry.declarations() if d.figure is not None}
+
+
+class FigureSubcommand:
+    """A subcommand as `cli/__init__.py` runs one: `HELP` (one line) and `main(argv)`."""
+
+    def __init__(self, declaration):
+        self.declaration = declaration
+        self.figure = declaration.figure
+        self.HELP = self.figure.help
+
+    def main(self, argv: list[str]) -> int:
+        from lm_eval_longmem.tasks.declaration import import_object
+
+        figure = self.figure
+        parser = figure_parser(figure.subcommand, figure.help, figure.default_output)
+        for argument in figure.arguments:
+            parser.add_argument(*argument.flags, **argument.settings)
+        args = parser.parse_args(argv)
+
+        draw, describe = import_object(figure.draw), import_object(figure.describe)
+        task = self.declaration.name
+        reader = None
+        if figure.reader is not None:
+            read = import_object(figure.reader)
+
+            def reader(data, source):
+                return read(data, source, task)
+
+        return draw_figure(args, task, draw=lambda runs, output: draw(runs, output, args), describe=describe,
+                           reader=reader)
 
 
 def figure_parser(subcommand: str, help_line: str, default_output: str) -> argparse.ArgumentParser:

@@ -66,7 +66,7 @@ def check(args) -> None:
             args.device = AUTO_DEVICE
     tasks = task_names(getattr(args, "tasks", None))
     if tasks:
-        from lm_eval_longmem.data.requirements import missing_for, needed
+        from lm_eval_longmem.tasks.dataset_needs import missing_for, needed
 
         options = {**model_args, **arguments_dict(getattr(args, "metadata", None))}
         check_task_options(tasks, options)
@@ -76,38 +76,27 @@ def check(args) -> None:
         check_method_arguments(model_args)
 
 
-# task -> (protocol module, options dataclass): read here without importing lm-eval's task code.
-OPTION_CLASSES = {
-    "forgetting_curve": ("lm_eval_longmem.tasks.forgetting_curve.protocol", "Options"),
-    "longmem_passkey": ("lm_eval_longmem.tasks.passkey.protocol", "Options"),
-    "longmem_trec_manyshot": ("lm_eval_longmem.tasks.trec_manyshot.protocol", "TrecOptions"),
-    "longmem_topicret": ("lm_eval_longmem.tasks.topicret.protocol", "TopicRetOptions"),
-    "longmem_perplexity": ("lm_eval_longmem.tasks.perplexity.protocol", "Options"),
-}
-
-
 def check_task_options(tasks: list[str], options: dict) -> None:
     """Unknown, malformed or out-of-range `--metadata` options of the requested tasks (a bad
     choice or corpus name too) fail before the model loads, as the task would fail after it.
 
     Each task is checked with the options it will be built with: for a member of our group, the
     group's `metadata:` for it overridden by the command line's (lm-eval merges them so); our
-    tasks' own YAMLs set no options."""
-    import importlib
-
-    from lm_eval_longmem.data.requirements import group_entries
+    tasks' own YAMLs set no options. The options class is the one the task's declaration names,
+    read without importing lm-eval's task code."""
+    from lm_eval_longmem.tasks import registry
     from lm_eval_longmem.tasks.task_options import parse_task_options
 
     for requested in tasks:
-        for task, group_metadata in group_entries(requested) or [(requested, {})]:
-            if task not in OPTION_CLASSES:
+        for task, group_metadata in registry.group_entries(requested) or [(requested, {})]:
+            declaration = registry.find(task)
+            if declaration is None or declaration.options is None:
                 continue
-            module_name, class_name = OPTION_CLASSES[task]
             try:
-                module = importlib.import_module(module_name)
+                options_class = declaration.options.load()
             except ImportError:  # a task folder that is not there: lm-eval reports the task itself
                 continue
-            parse_task_options(getattr(module, class_name), {**group_metadata, **options}, module.OPTION_PREFIX)
+            parse_task_options(options_class, {**group_metadata, **options}, declaration.options.prefix)
 
 
 def check_method_arguments(model_args: dict) -> None:

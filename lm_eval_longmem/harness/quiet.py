@@ -23,14 +23,6 @@ import sys
 
 from lm_eval_longmem.errors import debugging
 
-OUR_TASKS = (
-    "forgetting_curve",
-    "longmem_passkey",
-    "longmem_trec_manyshot",
-    "longmem_topicret",
-    "longmem_perplexity",
-)
-
 # (logger name, start of the message after "[task] "): dropped for our tasks only
 HARMLESS = (("lm_eval.evaluator_utils", "Metrics were not scored on the same number of documents"),)
 
@@ -38,7 +30,9 @@ HARMLESS = (("lm_eval.evaluator_utils", "Metrics were not scored on the same num
 class _DropKnownHarmless(logging.Filter):
     def __init__(self, prefix: str):
         super().__init__()
-        self.prefixes = tuple(f"[{task}] {prefix}" for task in OUR_TASKS)
+        from lm_eval_longmem.tasks.registry import task_names  # our tasks, as their declarations name them
+
+        self.prefixes = tuple(f"[{task}] {prefix}" for task in task_names())
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:

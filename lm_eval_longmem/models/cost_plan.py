@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 ESTIMATE_ABOVE_TOKENS = 100_000  # smaller runs take seconds to a few minutes: no timing pass
 ESTIMATE_ABOVE_ENV = "LM_EVAL_LONGMEM_ESTIMATE_ABOVE"  # tokens; 0 estimates every run
@@ -64,20 +64,17 @@ def estimate_seconds(lengths: Iterable[int], time_one: Callable[[int], float], l
 
 
 def shrink_hint(tasks: Iterable[str]) -> str:
-    """The options that make these tasks' runs smaller, read from their options classes."""
-    import importlib
-
-    from lm_eval_longmem.harness.preflight import OPTION_CLASSES
+    """The options that make these tasks' runs smaller, read from their declared options classes."""
+    from lm_eval_longmem.tasks import registry
 
     hints = []
     for task in tasks:
-        if task not in OPTION_CLASSES:
+        declaration = registry.find(task)
+        if declaration is None or declaration.options is None:
             continue
-        module_name, class_name = OPTION_CLASSES[task]
-        module = importlib.import_module(module_name)
-        names = [f.name for f in fields(getattr(module, class_name)) if f.name in SHRINKING_OPTIONS]
+        names = [f.name for f in declaration.options.fields() if f.name in SHRINKING_OPTIONS]
         if names:
-            hints.append(f"{task}: " + ", ".join(f"{module.OPTION_PREFIX}{name}" for name in names))
+            hints.append(f"{task}: " + ", ".join(f"{declaration.options.prefix}{name}" for name in names))
     shown = f" or the tasks' options in --metadata ({'; '.join(hints)})" if hints else ""
     return f"To make it smaller: --limit N (documents per task){shown}."
 

@@ -28,8 +28,10 @@ from lm_eval_longmem.report.figures import (
     save_figure,
     wrap,
 )
-from lm_eval_longmem.report.headlines import exact_copy_length, length_text
 from lm_eval_longmem.report.results_files import CurveRun
+from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION
+from lm_eval_longmem.tasks.forgetting_curve.headlines import exact_copy_length
+from lm_eval_longmem.tasks.headlines import length_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -72,7 +74,7 @@ def memory_summary(run: CurveRun) -> str:
     """E.g. "fine 1024, coarse >4094"; ">" marks a length that is only a lower bound (spelled as
     the leaderboard spells it). A reduced curve (`--model hf`) has its exact-copy length instead."""
     if run.mode == "reduced":
-        found = exact_copy_length({"points": list(run.points)})
+        found = exact_copy_length({"points": list(run.points)}, DECLARATION.name)
         if not found:
             return "reduced metric, no memory lengths"
         return f"reduced metric: exact copy {length_text(found[0].value, found[0].lower_bound)}, no memory lengths"
@@ -83,6 +85,12 @@ def memory_summary(run: CurveRun) -> str:
     fine = describe(run.fine_memory_length, run.fine_is_lower_bound)
     coarse = describe(run.coarse_memory_length, run.coarse_is_lower_bound)
     return f"fine {fine}, coarse {coarse}"
+
+
+def draw_for_command(runs: list[CurveRun], output: str | Path, args) -> Path:
+    """`plot`'s figure, from its parsed arguments."""
+    return plot_forgetting_curves(runs, output, training_length=args.training_length, title=args.title,
+                                  log_x=args.log_x, overlay=args.overlay)
 
 
 def plot_forgetting_curves(

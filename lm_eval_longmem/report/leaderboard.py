@@ -14,8 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lm_eval_longmem.errors import LongMemError, ResultsFileError
-from lm_eval_longmem.report.headlines import Column, Headline, headlines_of, no_numbers_note
+from lm_eval_longmem.report.headlines import headlines_of, no_numbers_note
 from lm_eval_longmem.report.runs import RunInfo
+from lm_eval_longmem.tasks.headlines import Column, Headline
 
 ID_COLUMNS = ("model", "method", "arguments")
 DATE_COLUMN = "date"

@@ -31,6 +31,16 @@ def grid_shape(count: int, panel_width: float) -> tuple[int, int]:
     return rows, math.ceil(count / rows)
 
 
+def overall_accuracy(run: PasskeyGridRun) -> str:
+    """The line `plot-passkey` prints per run."""
+    return f"overall passkey accuracy {run.overall:.3f}"
+
+
+def draw_for_command(runs: list[PasskeyGridRun], output: str | Path, args) -> Path:
+    """`plot-passkey`'s figure, from its parsed arguments."""
+    return plot_passkey_grids(runs, output, title=args.title)
+
+
 def plot_passkey_grids(runs: list[PasskeyGridRun], output: str | Path, title: str | None = None) -> Path:
     """One heatmap panel per run in a grid, sharing one colour scale; format by `output`'s suffix."""
     check_output(output)

@@ -25,10 +25,11 @@ from lm_eval_longmem.report.figures import (
     series_with_interval,
     wrap,
 )
-from lm_eval_longmem.report.headlines import PREFERRED_FILTER, bucketed
 from lm_eval_longmem.report.runs import RunInfo, short_model_name
+from lm_eval_longmem.tasks.headlines import PREFERRED_FILTER, bucketed
+from lm_eval_longmem.tasks.perplexity.declaration import DECLARATION
 
-TASK = "longmem_perplexity"
+TASK = DECLARATION.name
 
 
 def perplexity_points(run: RunInfo, task: str = TASK) -> dict[int, tuple[float, float | None]]:
@@ -46,6 +47,19 @@ def loss_curve(run: RunInfo, task: str = TASK) -> tuple[list[float], list[float]
         return None
     pairs = [(p, v) for p, v in zip(positions, loss) if isinstance(p, (int, float)) and isinstance(v, (int, float))]
     return ([p for p, _ in pairs], [v for _, v in pairs]) if pairs else None
+
+
+def perplexity_by_length(run: RunInfo) -> str:
+    """The line `plot-perplexity` prints per run: perplexity per length, and the loss curve's size."""
+    points = perplexity_points(run)
+    summary = ", ".join(f"{length}: {ppl:.2f}" for length, (ppl, _) in points.items()) or "no per-length perplexity"
+    curve = loss_curve(run)
+    return summary + (f"; loss curve over {len(curve[0])} positions" if curve else "")
+
+
+def draw_for_command(runs: list[RunInfo], output: str | Path, args) -> Path:
+    """`plot-perplexity`'s figure, from its parsed arguments."""
+    return plot_perplexity(runs, output, title=args.title)
 
 
 def plot_perplexity(runs: list[RunInfo], output: str | Path, title: str | None = None) -> Path:

@@ -14,6 +14,8 @@ from typing import Any
 from lm_eval_longmem.errors import ResultsFileError
 from lm_eval_longmem.sweep.staging import STAGING_DIR
 from lm_eval_longmem.report.runs import describe_run, run_label, short_model_name  # noqa: F401 (run_label: public here too)
+from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION as FORGETTING_CURVE
+from lm_eval_longmem.tasks.passkey.declaration import DECLARATION as PASSKEY
 
 CURVE_METRIC = "curve,none"
 
@@ -77,13 +79,13 @@ def results_files_under(folder: Path) -> list[Path]:
                   if p.is_file() and STAGING_DIR not in p.relative_to(folder).parts)
 
 
-def load_curve_run(path: str | Path, task: str = "forgetting_curve") -> CurveRun:
+def load_curve_run(path: str | Path, task: str = FORGETTING_CURVE.name) -> CurveRun:
     """Read `task`'s forgetting curve and the run's model description from a results file."""
     source = find_results_file(path)
     return curve_run_from(read_results(source), source, task)
 
 
-def curve_run_from(data: dict, source: Path, task: str = "forgetting_curve") -> CurveRun:
+def curve_run_from(data: dict, source: Path, task: str = FORGETTING_CURVE.name) -> CurveRun:
     """The forgetting curve in an already-read results file (`source` names it in errors)."""
     task_results = data.get("results", {})
     if task not in task_results:
@@ -130,12 +132,12 @@ class PasskeyGridRun:
     variant: str = ""
 
 
-def load_passkey_grid(path: str | Path, task: str = "longmem_passkey") -> PasskeyGridRun:
+def load_passkey_grid(path: str | Path, task: str = PASSKEY.name) -> PasskeyGridRun:
     source = find_results_file(path)
     return passkey_grid_from(read_results(source), source, task)
 
 
-def passkey_grid_from(data: dict, source: Path, task: str = "longmem_passkey") -> PasskeyGridRun:
+def passkey_grid_from(data: dict, source: Path, task: str = PASSKEY.name) -> PasskeyGridRun:
     metrics = data.get("results", {}).get(task)
     if metrics is None or PASSKEY_GRID_METRIC not in metrics:
         present = ", ".join(sorted(data.get("results", {}))) or "none"

@@ -12,8 +12,9 @@ import csv
 import io
 import json
 
-from lm_eval_longmem.report.headlines import Headline, length_text
 from lm_eval_longmem.report.leaderboard import DATE_COLUMN, ID_COLUMNS, Leaderboard, format_date
+from lm_eval_longmem.tasks import registry
+from lm_eval_longmem.tasks.headlines import Headline, length_text, three_decimals
 
 FORMATS = ("markdown", "csv", "json")
 
@@ -29,14 +30,11 @@ def render(board: Leaderboard, fmt: str = "markdown") -> str:
 
 
 def readable(cell: Headline | None) -> str:
+    """A cell as Markdown writes it: the way its task's declaration says (3 decimals by default)."""
     if cell is None:
         return ""
-    task = cell.column.task
-    if task == "forgetting_curve":
-        return length_text(cell.value, cell.lower_bound)
-    if task == "longmem_perplexity":
-        return f"{cell.value:.2f}" if cell.value < 1000 else f"{cell.value:.4g}"
-    return f"{cell.value:.3f}"
+    declaration = registry.find(cell.column.task)
+    return declaration.write_value(cell) if declaration else three_decimals(cell)
 
 
 def to_markdown(board: Leaderboard) -> str:

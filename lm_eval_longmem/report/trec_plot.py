@@ -23,15 +23,27 @@ from lm_eval_longmem.report.figures import (
     series_with_interval,
     wrap,
 )
-from lm_eval_longmem.report.headlines import bucketed
 from lm_eval_longmem.report.runs import RunInfo, short_model_name
+from lm_eval_longmem.tasks.headlines import bucketed
+from lm_eval_longmem.tasks.trec_manyshot.declaration import DECLARATION
 
-TASK = "longmem_trec_manyshot"
+TASK = DECLARATION.name
 
 
 def trec_points(run: RunInfo, task: str = TASK) -> dict[int, tuple[float, float | None]]:
     """{shots: (accuracy, stderr)} of one run."""
     return bucketed(run.data["results"].get(task, {}), "acc@", "shots")
+
+
+def accuracy_by_shots(run: RunInfo) -> str:
+    """The line `plot-trec` prints per run: its accuracy per shot count."""
+    points = trec_points(run)
+    return ", ".join(f"{shots}: {acc:.3f}" for shots, (acc, _) in points.items()) or "no per-shot metrics"
+
+
+def draw_for_command(runs: list[RunInfo], output: str | Path, args) -> Path:
+    """`plot-trec`'s figure, from its parsed arguments."""
+    return plot_trec_accuracy(runs, output, title=args.title)
 
 
 def plot_trec_accuracy(runs: list[RunInfo], output: str | Path, title: str | None = None) -> Path:

@@ -10,7 +10,7 @@ only models that cannot run such inputs at all (learned absolute positions) stop
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,14 +31,16 @@ class ForgettingCurveConfigError(TaskOptionError):
 class Options:
     """What `--metadata fc_<name>=...` can set (paper defaults)."""
 
-    max_length: int | None = None  # largest L; default: the claimed length (see default_top_length)
-    min_length: int = 8
-    points: int = 32
-    granularity: str = "linear"  # or "log"
-    lengths: tuple[int, ...] | None = None  # explicit lengths, instead of the grid
-    samples: int = 10
-    seed: int = 0
-    corpus: str = "auto"  # auto | pg19 | shakespeare | <path>
+    max_length: int | None = field(default=None, metadata={  # see default_top_length
+        "help": "largest L; default: the claimed length l (about l/2 for absolute positions or an explicit max_length)"})
+    min_length: int = field(default=8, metadata={"help": "smallest L"})
+    points: int = field(default=32, metadata={"help": "number of lengths"})
+    granularity: str = field(default="linear", metadata={"help": "linear or log spacing of the lengths"})
+    lengths: tuple[int, ...] | None = field(default=None, metadata={"help": "explicit lengths, instead of the grid"})
+    samples: int = field(default=10, metadata={"help": "samples per length"})
+    seed: int = field(default=0, metadata={"help": "sampling seed; each length has its own stream"})
+    corpus: str = field(default="auto", metadata={
+        "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"})
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:

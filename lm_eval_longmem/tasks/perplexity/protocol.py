@@ -10,7 +10,7 @@ the model's claimed length (l, l/2, l/4, l/8), the powers of two those papers ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,13 +30,15 @@ class PerplexityConfigError(TaskOptionError):
 class Options:
     """What `--metadata ppl_<name>=...` can set."""
 
-    lengths: tuple[int, ...] | None = None  # explicit window lengths, instead of the grid
-    max_length: int | None = None  # top of the grid; default: the model's claimed length
-    points: int = 4  # grid: max_length, max_length/2, ... (this many lengths)
-    windows: int = 4  # windows per length
-    corpus: str = "auto"  # auto | pg19 | shakespeare | <path>
-    bins: int = 16  # position bins of the loss curve
-    seed: int = 0
+    lengths: tuple[int, ...] | None = field(default=None, metadata={
+        "help": "explicit window lengths, instead of the grid"})
+    max_length: int | None = field(default=None, metadata={"help": "top of the grid; default: the model's claimed length"})
+    points: int = field(default=4, metadata={"help": "grid lengths: max_length, max_length/2, ... (this many)"})
+    windows: int = field(default=4, metadata={"help": "windows per length"})
+    corpus: str = field(default="auto", metadata={
+        "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"})
+    bins: int = field(default=16, metadata={"help": "position bins of the loss curve"})
+    seed: int = field(default=0, metadata={"help": "window sampling seed"})
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:

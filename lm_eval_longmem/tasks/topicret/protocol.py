@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lm_eval_longmem.data.leval_topicret import TopicDocument
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
@@ -32,8 +32,10 @@ ORDINALS = ("first", "second", "third")
 class TopicRetOptions:
     """`--metadata topicret_<name>=...`."""
 
-    overlong: str = "skip"  # skip | truncate
-    data: str | None = None  # local copy of topic_retrieval_longchat (parquet/jsonl file or directory)
+    overlong: str = field(default="skip", metadata={
+        "help": "a record that does not fit the model: skip it, or truncate it with L-Eval's rule (counted, warned)"})
+    data: str | None = field(default=None, metadata={
+        "help": "local copy of topic_retrieval_longchat (parquet/jsonl file or directory), for offline machines"})
 
     def validate(self) -> None:
         """Choices, before any model loads (the start-up check runs it too)."""

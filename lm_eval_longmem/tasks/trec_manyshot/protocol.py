@@ -16,7 +16,7 @@ Defaults follow the controlled study (§7.5; their published files): shot counts
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,11 +35,14 @@ SOURCES = ("cogcomp", "manyshots")
 class TrecOptions:
     """`--metadata trec_<name>=...`."""
 
-    shots: tuple[int, ...] | None = None  # default: MANYSHOT_COUNTS, those that fit the model
-    questions: int = 200  # test questions per shot count
-    seed: int = 0
-    source: str = "cogcomp"  # cogcomp: sample from CogComp/trec; manyshots: the published prompt files
-    data_dir: str | None = None  # local copies of the source (offline machines)
+    shots: tuple[int, ...] | None = field(default=None, metadata={  # default: MANYSHOT_COUNTS
+        "help": "shot counts; default: the published ones from 1 to 1000 that fit the model"})
+    questions: int = field(default=200, metadata={"help": "test questions per shot count"})
+    seed: int = field(default=0, metadata={"help": "seed of the demonstration permutation and the test sample"})
+    source: str = field(default="cogcomp", metadata={
+        "help": "cogcomp (sample from CogComp/trec) or manyshots (the published prompt files)"})
+    data_dir: str | None = field(default=None, metadata={
+        "help": "local copies of the source, for offline machines"})
 
     def validate(self) -> None:
         """Ranges and choices, before any model loads (the start-up check runs it too)."""
