@@ -57,30 +57,24 @@ def run_folder_name(model_args: str | dict[str, Any] | None) -> str:
     Raises the wrapper's own errors for an unknown method or a bad method argument, so a sweep
     can check every run before starting the first.
     """
-    from lm_eval_longmem.models.methods import DEFAULT_METHOD, get_method, split_method_args
-    from lm_eval_longmem.models.methods.recorded import resolve_method
+    from lm_eval_longmem.models.methods.resolution import resolve_method
 
     args = parse_model_args(model_args)
+    resolved = resolve_method(args)
     pretrained = args.get("pretrained")
-    explicit = args.get("method")
-    method, args = resolve_method(pretrained, explicit, {k: v for k, v in args.items() if k != "method"}, DEFAULT_METHOD)
-    method_cls = get_method(method)
-    given, _ = split_method_args(method_cls, args)
-    changed = {**checkpoint_architecture(method, pretrained, args), **non_default_args(method, method_cls, given)}
-    name = f"{model_label(args)}{SEPARATOR}{_safe(method)}"
+    changed = {**checkpoint_architecture(resolved.name, pretrained, resolved.other_args), **non_default_args(resolved)}
+    name = f"{model_label({**resolved.other_args, 'pretrained': pretrained})}{SEPARATOR}{_safe(resolved.name)}"
     if changed:
         name += SEPARATOR + _args_label(changed)
     return name
 
 
-def non_default_args(method: str, method_cls, given: dict[str, Any]) -> dict[str, Any]:
-    """The given method arguments whose parsed value differs from the default (parsed, sorted)."""
-    from lm_eval_longmem.models.methods.arguments import parse_args
-
-    parsed = parse_args(method, method_cls.Args, given)  # the wrapper's own errors
+def non_default_args(resolved) -> dict[str, Any]:
+    """The given method arguments whose parsed value differs from the default (parsed, sorted);
+    `resolved`: a `models.methods.resolution.ResolvedMethod`."""
     changed = {}
-    for field in dataclasses.fields(method_cls.Args):
-        if field.name not in given:
+    for field in dataclasses.fields(resolved.cls.Args):
+        if field.name not in resolved.raw_args:
             continue
         if field.default is not dataclasses.MISSING:
             default = field.default
@@ -88,7 +82,7 @@ def non_default_args(method: str, method_cls, given: dict[str, Any]) -> dict[str
             default = field.default_factory()
         else:
             default = dataclasses.MISSING
-        value = getattr(parsed, field.name)
+        value = getattr(resolved.args, field.name)
         if value != default:
             changed[field.name] = value
     return dict(sorted(changed.items()))

@@ -30,8 +30,7 @@ from lm_eval_longmem.models import cost_plan
 from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.methods import DEFAULT_METHOD
-from lm_eval_longmem.models.methods.recorded import method_from_model_args
+from lm_eval_longmem.models.methods.resolution import resolve_method
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.models.requests import token_ids_of
@@ -102,7 +101,8 @@ class LongMemLM(HFLM):
     ):
         request_cache.install()  # before lm-eval can wrap us: --use_cache keeps our scores apart per fingerprint
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
-        self.longmem_method, other = method_from_model_args(pretrained, method, kwargs, DEFAULT_METHOD)
+        resolved = resolve_method({"pretrained": pretrained, "method": method, **kwargs})
+        self.longmem_method, other = resolved.build(), dict(resolved.other_args)
         self._config_overrides = {
             k: other.pop(k) for k in list(other) if k not in _HFLM_PARAMETERS and k not in FROM_PRETRAINED_OPTIONS
         }

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lm_eval_longmem.common.hub import loading_from_hub
-from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods, build_method, split_method_args
-from lm_eval_longmem.models.methods.recorded import resolve_method
+from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods
+from lm_eval_longmem.models.methods.resolution import resolve_method
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
     if name is not None and (not isinstance(name, str) or name not in available_methods()):  # someone else's `method=`
         name = DEFAULT_METHOD
     pretrained = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else None
-    name, arguments = resolve_method(pretrained, name, metadata, DEFAULT_METHOD)
-    method = build_method(name, split_method_args(available_methods()[name], arguments)[0])
+    method = resolve_method({**metadata, "pretrained": pretrained, "method": name}).build()
     return ModelView(
         source=source,
         tokenizer=tokenizer,

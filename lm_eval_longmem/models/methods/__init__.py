@@ -15,8 +15,8 @@ from lm_eval_longmem.models.methods.arguments import (
 )
 from lm_eval_longmem.models.methods.base import LongMemMethod, registered_methods
 
-# Modules that define no method: the base classes, argument parsing, checkpoint records.
-_INFRASTRUCTURE = {"base", "arguments", "recorded", "rope_extension_base", "bounded_cache_base"}
+# Modules that define no method: the base classes, argument parsing, checkpoint records, resolution.
+_INFRASTRUCTURE = {"base", "arguments", "recorded", "resolution", "rope_extension_base", "bounded_cache_base"}
 DEFAULT_METHOD = "vanilla"
 
 

@@ -6,18 +6,17 @@ extended by `training/` records in its config.json
     "longmem_method": "yarn",
     "longmem_method_args": {"factor": 4.0},
 
-so `--model longmem --model_args pretrained=<dir>` applies the same method without being told.
-An explicit `method=` wins; explicit method arguments override the recorded ones.
+so `--model longmem --model_args pretrained=<dir>` applies the same method without being told
+(the keys and their writer are in `models/method_record.py`; `resolution.py` decides when a
+record is used: when `method=` is left out, with explicit method arguments overriding it).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from lm_eval_longmem.models.method_record import ARGS_KEY, METHOD_KEY
 
-logger = logging.getLogger(__name__)
 HUB_OPTIONS = ("revision", "trust_remote_code", "token", "cache_dir")
 
 
@@ -57,40 +56,3 @@ def checkpoint_config(pretrained, model_args: dict[str, Any]) -> dict[str, Any]:
     hub_options = {k: model_args[k] for k in HUB_OPTIONS if k in model_args}
     with loading_from_hub(pretrained):
         return read_config_dict(pretrained, **hub_options)
-
-
-def resolve_method(pretrained, method: str | None, model_args: dict[str, Any], default: str):
-    """(method name, model args) to use: an explicit `method=` wins; else the one `pretrained`
-    records, whose arguments the explicit ones override; else `default`.
-
-    Shared by the model and by tasks that size their inputs before meeting the model, so both
-    see the same method.
-    """
-    if isinstance(method, str) and not method.strip():  # `method=$METHOD` with nothing in it: not the default
-        from lm_eval_longmem.models.methods import UnknownMethodError, available_methods
-
-        raise UnknownMethodError(
-            f"method= is empty: name a method ({', '.join(available_methods())}), or leave method= out for "
-            f"{default} (or the method the checkpoint records)."
-        )
-    if method is not None or pretrained is None:  # not `method or default`: method=0 is no method, not vanilla
-        return default if method is None else method, model_args
-    recorded = recorded_method(checkpoint_config(pretrained, model_args))
-    if recorded is None:
-        return default, model_args
-    name, recorded_args = recorded
-    logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
-    return name, {**recorded_args, **model_args}
-
-
-def method_from_model_args(pretrained, method: str | None, model_args: dict[str, Any], default: str):
-    """(the built method, the model arguments that are not its own), from `--model_args`.
-
-    Raises the method's one-message errors (unknown method, unknown or malformed argument);
-    the preflight check calls it before lm-eval indexes tasks, the model again when built.
-    """
-    from lm_eval_longmem.models.methods import build_method, get_method, split_method_args
-
-    name, model_args = resolve_method(pretrained, method, model_args, default)
-    own, rest = split_method_args(get_method(name), model_args)
-    return build_method(name, own), rest
