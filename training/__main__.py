@@ -2,6 +2,6 @@
 
 import sys
 
-from lm_eval_longmem_training.cli import main
+from .cli import main
 
 sys.exit(main())

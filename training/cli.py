@@ -9,13 +9,13 @@ import shutil
 import sys
 import textwrap
 
-from lm_eval_longmem_training.errors import TrainingError
+from .errors import TrainingError
 
 USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
 
 
 def help_text() -> str:
-    from lm_eval_longmem_training.recipe_loading import describe_keys, shipped_recipes
+    from .recipe_loading import describe_keys, shipped_recipes
 
     recipes = "\n".join(recipe_line(name, summary_of(path)) for name, path in shipped_recipes().items())
     return (
@@ -61,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="recipe keys to override")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        from lm_eval_longmem_training.recipe_loading import find_recipe, load_recipe
+        from .recipe_loading import find_recipe, load_recipe
 
         recipe = load_recipe(args.recipe, args.overrides)  # checked in full before torch loads
-        from lm_eval_longmem_training.loop import train
+        from .loop import train
 
         summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))
     except TrainingError as err:

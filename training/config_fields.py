@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_longmem.common.typed_values import show_value
-from lm_eval_longmem_training.errors import TrainingError
+from .errors import TrainingError
 
 KINDS = ((bool, "true or false"), ((int, float), "a number"), (str, "a text"), ((list, tuple), "a list"),
          (dict, "a mapping"))  # integers and floats are one kind: hidden_ratio defaults to 4, recipes give 3.5

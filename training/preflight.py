@@ -10,14 +10,14 @@ import os
 import tempfile
 from pathlib import Path
 
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe import Recipe
+from .errors import TrainingError
+from .recipe import Recipe
 
 
 def check_files(recipe: Recipe) -> None:
     from lm_eval_longmem.data.corpora import CORPUS_NAMES
     from lm_eval_longmem.common.hub import looks_like_hub_id
-    from lm_eval_longmem_training.data.text_sources import PASSKEY
+    from .data.text_sources import PASSKEY
 
     named = {"model": recipe.model if recipe.model != "default" else "", "tokenizer": recipe.tokenizer,
              "data": recipe.data if recipe.data not in (*CORPUS_NAMES, PASSKEY) else ""}
@@ -34,7 +34,7 @@ def check_files(recipe: Recipe) -> None:
                                 "<output_dir>/export).")
     check_output_dir(recipe.output_dir)
     if recipe.model_config and recipe.approach != "from_scratch":  # from_scratch's are checked with the recipe
-        from lm_eval_longmem_training.approaches.base import check_base_config
+        from .approaches.base import check_base_config
 
         check_base_config(recipe)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from lm_eval_longmem_training.key_checks import (
+from .key_checks import (
     AT_LEAST_ONE, BELOW_ONE, NON_NEGATIVE, NOT_EMPTY, POSITIVE, NotEmpty, Range,
 )
 

@@ -21,10 +21,10 @@ from typing import Any
 from lm_eval_longmem.models.methods.arguments import _type_name
 from lm_eval_longmem.common.suggestions import did_you_mean
 from lm_eval_longmem.common.typed_values import coerce, show_value
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.key_checks import NotEmpty
-from lm_eval_longmem_training.recipe import Recipe, recipe_fields
-from lm_eval_longmem_training.recipe_yaml import RecipeYamlError, read_recipe_mapping, read_yaml_value
+from .errors import TrainingError
+from .key_checks import NotEmpty
+from .recipe import Recipe, recipe_fields
+from .recipe_yaml import RecipeYamlError, read_recipe_mapping, read_yaml_value
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 COMMAND_LINE = "on the command line"
@@ -212,7 +212,7 @@ def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None
     if problems:
         raise TrainingError("; ".join(problems) + ".")
     check_consistent(recipe)
-    from lm_eval_longmem_training.approaches import get_approach
+    from .approaches import get_approach
 
     get_approach(recipe.approach).check(recipe)
 

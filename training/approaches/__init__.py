@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from lm_eval_longmem_training.approaches.base import Approach
-from lm_eval_longmem_training.errors import TrainingError
+from .base import Approach
+from ..errors import TrainingError
 
 MODULES = {
     "rope_extension": "rope_extension",

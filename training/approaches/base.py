@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe import Recipe
+from ..errors import TrainingError
+from ..recipe import Recipe
 
 TRAINING_RECORD_KEY = "longmem_training"
 
@@ -84,7 +84,7 @@ def check_base_config(recipe: Recipe) -> None:
     """The recipe's model_config entries fit the base model's config (read, not the weights)."""
     from transformers import AutoConfig
 
-    from lm_eval_longmem_training.config_fields import check_config_fields
+    from ..config_fields import check_config_fields
 
     source = base_model_source(recipe)
     with hub_errors_as_training_errors(source):

@@ -8,11 +8,11 @@ skips norms and biases (every parameter with fewer than two dimensions)."""
 
 from __future__ import annotations
 
-from lm_eval_longmem_training.approaches.base import (
+from .base import (
     Approach, TrainableModel, base_model_source, build_method, load_tokenizer,
 )
-from lm_eval_longmem_training.config_fields import check_config_fields
-from lm_eval_longmem_training.errors import TrainingError
+from ..config_fields import check_config_fields
+from ..errors import TrainingError
 
 
 class FromScratch(Approach):

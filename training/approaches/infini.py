@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
-from lm_eval_longmem_training.errors import TrainingError
+from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
+from ..errors import TrainingError
 
 
 class SegmentedCausalLM(nn.Module):

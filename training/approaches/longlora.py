@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lm_eval_longmem_training.approaches.base import Approach, load_pretrained, save_recorded_checkpoint
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe_loading import s2_group_size
+from .base import Approach, load_pretrained, save_recorded_checkpoint
+from ..errors import TrainingError
+from ..recipe_loading import s2_group_size
 
 ADAPTER_DIR = "adapter"
 EXTRAS_FILE = "trainable_extras.safetensors"
@@ -29,7 +29,7 @@ class LongLoRA(Approach):
     def build(self, recipe):
         from peft import LoraConfig, get_peft_model
 
-        from lm_eval_longmem_training.s2_attention import enable_s2_attention
+        from ..s2_attention import enable_s2_attention
 
         trainable = load_pretrained(recipe)
         attention_implementation = trainable.model.config._attn_implementation

@@ -15,8 +15,8 @@ from filelock import FileLock
 from lm_eval_longmem.data.cached_arrays import load_cached_array, save_cached_array
 from lm_eval_longmem.data.token_stream import tokenizer_fingerprint
 from lm_eval_longmem.common.paths import cache_dir
-from lm_eval_longmem_training.data.text_sources import TextSource
-from lm_eval_longmem_training.errors import TrainingError
+from .text_sources import TextSource
+from ..errors import TrainingError
 
 BATCH_DOCUMENTS = 16
 
