@@ -3,12 +3,12 @@ registered scheduler and progress counter) plus `run.json` with the recipe it wa
 the size of every file written.
 
 The data position is the step: `BatchOrder` derives every batch from it. A checkpoint is written
-to a `.partial` folder and renamed when complete (atomic_files), so a run killed while saving
-leaves the previous one intact. A damaged checkpoint (a file missing or cut short, run.json
-unreadable, or accelerate failing to load it) is never trained over in silence: the run falls
-back to the newest intact one, with a warning, and sets the damaged one aside as
-`step-N.unusable`; when none is intact it stops with one message and changes nothing. A recipe
-whose trajectory-deciding keys differ is refused, never overwritten.
+to a `.partial` folder and renamed when complete (lm_eval_longmem.common.atomic_files), so a
+run killed while saving leaves the previous one intact. A damaged checkpoint (a file missing or
+cut short, run.json unreadable, or accelerate failing to load it) is never trained over in
+silence: the run falls back to the newest intact one, with a warning, and sets the damaged one
+aside as `step-N.unusable`; when none is intact it stops with one message and changes nothing.
+A recipe whose trajectory-deciding keys differ is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from lm_eval_longmem_training.atomic_files import partial_path, remove_folder, replace_folder, tidy_leftovers
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe import Recipe
+from lm_eval_longmem.common.atomic_files import fixed_partial_path, remove_folder, replace_folder, tidy_leftovers
+
+from .errors import TrainingError
+from .recipe import Recipe
 
 CHECKPOINTS = "checkpoints"
 RUN_FILE = "run.json"
@@ -184,7 +185,7 @@ def tidy_checkpoints(output_dir: Path) -> None:
 
 def save_checkpoint(accelerator, output_dir: Path, recipe: Recipe, progress: RunProgress) -> Path:
     final = output_dir / CHECKPOINTS / f"step-{progress.step:07d}"
-    partial = partial_path(final)
+    partial = fixed_partial_path(final)
     if accelerator.is_main_process:
         shutil.rmtree(partial, ignore_errors=True)
     accelerator.wait_for_everyone()

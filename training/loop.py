@@ -16,19 +16,20 @@ from pathlib import Path
 
 import torch
 
-from lm_eval_longmem_training.approaches import get_approach
-from lm_eval_longmem_training.atomic_files import partial_path, replace_folder
-from lm_eval_longmem_training.checkpoints import RunProgress, load_newest_loadable, save_checkpoint
-from lm_eval_longmem_training.data.batch_order import BatchOrder
-from lm_eval_longmem_training.data.packing import packed_chunks
-from lm_eval_longmem_training.data.text_sources import open_text_source
-from lm_eval_longmem_training.optimization import make_optimizer, make_scheduler, mixed_precision_for
-from lm_eval_longmem_training.progress import TrainingLog
-from lm_eval_longmem_training.preflight import check_files
-from lm_eval_longmem_training.recipe import Recipe, to_plain
-from lm_eval_longmem_training.recipe_loading import check_recipe
-from lm_eval_longmem_training.run_folder import EXPORT, finished_run, prepare_output_dir
-from lm_eval_longmem_training.weight_average import WeightAverage
+from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_folder
+
+from .approaches import get_approach
+from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
+from .data.batch_order import BatchOrder
+from .data.packing import packed_chunks
+from .data.text_sources import open_text_source
+from .optimization import make_optimizer, make_scheduler, mixed_precision_for
+from .progress import TrainingLog
+from .preflight import check_files
+from .recipe import Recipe, to_plain
+from .recipe_loading import check_recipe
+from .run_folder import EXPORT, finished_run, prepare_output_dir
+from .weight_average import WeightAverage
 
 
 def train(recipe: Recipe, recipe_source: str = "") -> dict:
@@ -156,7 +157,7 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
     """Write the export beside its place (`export.partial`) and rename it in when complete: a kill
     at any moment leaves the previous export or none, never one missing files."""
     directory = Path(recipe.output_dir) / EXPORT
-    partial = partial_path(directory)
+    partial = fixed_partial_path(directory)
     accelerator.wait_for_everyone()
     unwrapped = accelerator.unwrap_model(model)
     sharded = accelerator.distributed_type.name in ("FSDP", "DEEPSPEED")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lm_eval_longmem_training.atomic_files import write_text
+from lm_eval_longmem.common.atomic_files import fixed_partial_path, write_text
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -52,7 +52,7 @@ def keep_metrics_before(path: Path, first_step: int) -> None:
     lines = path.read_text().splitlines()
     kept = [line for line in lines if (step := step_of_line(line)) is not None and step <= first_step]
     if kept != lines:
-        write_text(path, "".join(line + "\n" for line in kept))
+        write_text(path, "".join(line + "\n" for line in kept), partial=fixed_partial_path(path))
 
 
 def step_of_line(line: str) -> int | None:

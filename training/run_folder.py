@@ -12,14 +12,15 @@ import shutil
 import time
 from pathlib import Path
 
-from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY
-from lm_eval_longmem_training.atomic_files import tidy_leftovers
-from lm_eval_longmem_training.checkpoints import (
+from lm_eval_longmem.common.atomic_files import tidy_leftovers
+
+from .approaches.base import TRAINING_RECORD_KEY
+from .checkpoints import (
     CHECKPOINTS, check_resumable, newest_intact_checkpoint, read_run_record, step_of, tidy_checkpoints,
 )
-from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import METRICS_FILE
-from lm_eval_longmem_training.recipe import Recipe
+from .errors import TrainingError
+from .progress import METRICS_FILE
+from .recipe import Recipe
 
 EXPORT = "export"
 

@@ -9,6 +9,13 @@ way and carries a list of its files and their sizes, so a folder that later lose
 a file is recognised as damaged. Readers that find a damaged file rebuild it after one warning
 (`warn_rebuilding`). A `.partial` left by a writer that died is removed by the next writer of
 the same file on the same host.
+
+A folder with one owner that runs as several processes (a training run, whose ranks fill one
+checkpoint folder together) uses fixed names instead, that every process agrees on: the new
+version is written to `<name>.partial` (`fixed_partial_path`), a folder being replaced is first
+renamed to `<name>.old`, and one being deleted to `<name>.deleting`. The owner's next start calls
+`tidy_leftovers`, which removes that debris and puts back a `.old` folder whose replacement never
+arrived: a kill at any moment leaves the previous version or none, never half of one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 FOLDER_MANIFEST = ".lm_eval_longmem_files.json"  # {"files": {relative path: size in bytes}}
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
+PARTIAL, OLD, DELETING = ".partial", ".old", ".deleting"  # the fixed names of a folder with one owner
 
 
 def partial_path(final: Path) -> Path:
@@ -37,14 +45,22 @@ def partial_path(final: Path) -> Path:
     return final.with_name(f"{final.name}.{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
 
 
+def fixed_partial_path(final: Path) -> Path:
+    """`<name>.partial`: the one name every process of a single owner writes `final` to; the
+    owner's next start removes it if it is left over (`tidy_leftovers`)."""
+    return final.with_name(final.name + PARTIAL)
+
+
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None) -> Iterator[IO]:
+def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None,
+                 partial: Path | None = None) -> Iterator[IO]:
     """An open file that becomes `path` on a clean exit (replacing any old one); on an error it
-    is removed and `path` is left as it was. `mode` is "wb" or "w"."""
+    is removed and `path` is left as it was. `mode` is "wb" or "w". It is written to `partial`
+    (default: a name unique to this writer, `partial_path`)."""
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(final)
-    partial = partial_path(final)
+    partial = partial or partial_path(final)
     try:
         with open(partial, mode, encoding=encoding if "b" not in mode else None) as handle:
             yield handle
@@ -57,8 +73,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
     _sync_folder(final.parent)
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    with atomic_write(path, "w", encoding="utf-8") as handle:
+def write_text(path: str | os.PathLike, text: str, partial: Path | None = None) -> None:
+    with atomic_write(path, "w", encoding="utf-8", partial=partial) as handle:
         handle.write(text)
 
 
@@ -85,17 +101,50 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
                 os.fsync(handle.fileno())
             sizes[file.relative_to(staging).as_posix()] = file.stat().st_size
         write_json(staging / FOLDER_MANIFEST, {"files": sizes}, sort_keys=True)
-        if final.exists():
-            old = partial_path(final)
-            final.rename(old)  # aside first: the swap below is one rename
-            staging.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(final)
+        replace_folder(staging, final, aside=partial_path(final))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     _sync_folder(final.parent)
+
+
+def replace_folder(new: Path, final: Path, aside: Path | None = None) -> None:
+    """Put the complete folder `new` at `final`, replacing what is there: that is renamed to
+    `aside` first (default `<name>.old`, which `tidy_leftovers` puts back), so the swap is one
+    rename, and deleted after."""
+    aside = aside or final.with_name(final.name + OLD)
+    shutil.rmtree(aside, ignore_errors=True)
+    if final.exists():
+        final.rename(aside)
+    new.rename(final)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def remove_folder(path: Path) -> None:
+    """Delete a folder without ever leaving it half-deleted under its own name (`<name>.deleting`)."""
+    doomed = path.with_name(path.name + DELETING)
+    shutil.rmtree(doomed, ignore_errors=True)
+    path.rename(doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def tidy_leftovers(folder: Path, names: str) -> None:
+    """Remove what a killed owner left half-done in `folder` (`.partial`, `.old`, `.deleting`)
+    among the entries whose final names fully match the regular expression `names` (nothing else
+    is touched); put back a `.old` folder whose replacement never arrived."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        final_name, suffix = os.path.splitext(path.name)
+        if suffix not in (PARTIAL, OLD, DELETING) or not re.fullmatch(names, final_name):
+            continue
+        final = path.with_name(final_name)
+        if suffix == OLD and not final.exists():
+            path.rename(final)
+        elif path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def folder_problem(path: str | os.PathLike) -> str | None:
