@@ -56,7 +56,7 @@ def wilson(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
 def first_segment_depths(length: int, segment: int, count) -> dict[str, tuple[int, tuple[int, int]]]:
     """{"start"/"end": (depth %, (first, last) token of the key line)} for prompts of `length`
     tokens: the shallowest depth, and the deepest whose key line still ends inside segment 1."""
-    from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE, key_line
+    from lm_eval_longmem.data.passkey_prompt import KEY_RANGE, key_line
     from lm_eval_longmem.tasks.passkey.protocol import prompt_for_tokens
 
     widest_key = KEY_RANGE[1] - 1  # five digits: the longest key line

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lm_eval_longmem.tasks.passkey.prompt import (
+from lm_eval_longmem.data.passkey_prompt import (
     FILLER,
     QUESTION,
     TASK_LINE,

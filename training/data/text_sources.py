@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from lm_eval_longmem.data.corpora import CORPUS_NAMES, CorpusUnavailableError, load_corpus
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError, load_hub_dataset
 from lm_eval_longmem.common.hub import looks_like_hub_id
-from lm_eval_longmem_training.errors import TrainingError
+from ..errors import TrainingError
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def passkey_documents(seed: int, seq_len: int, count) -> Iterable[str]:
     longest prompt that leaves room in `seq_len` tokens for the answer and an EOS."""
     import random
 
-    from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE
+    from lm_eval_longmem.data.passkey_prompt import KEY_RANGE
     from lm_eval_longmem.tasks.passkey.protocol import ANSWER_TOKENS, PasskeyConfigError, prompt_for_tokens
 
     rng = random.Random(seed)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lm_eval_longmem.data.passkey_prompt import assemble, filler_characters, filler_sentences, split_at_depth
 from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
-from lm_eval_longmem.tasks.passkey.prompt import assemble, filler_characters, filler_sentences, split_at_depth
 
 OPTION_PREFIX = "pk_"
 PROTOCOLS = ("tokens", "chars")

@@ -16,11 +16,11 @@ import datasets
 import numpy as np
 from lm_eval.api.metrics import mean
 
+from lm_eval_longmem.data.passkey_prompt import KEY_RANGE
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.passkey import metrics
-from lm_eval_longmem.tasks.passkey.prompt import KEY_RANGE
 from lm_eval_longmem.tasks.passkey.protocol import (
     ANSWER_TOKENS,
     Options,

@@ -6,6 +6,9 @@
 (Mohtashami & Jaggi's `run_test.py`; the Infini-attention paper's appendix B shows the same
 text.) The filler is FILLER repeated and joined by spaces; the original cuts it to a number
 of *characters* (`" ".join([FILLER] * N)[:n]`, before and after the key alike).
+
+Shared by the `longmem_passkey` task and training's `data=passkey` documents, which must be the
+same text with keys from the same range.
 """
 
 from __future__ import annotations
