@@ -41,7 +41,7 @@ def test_malformed_json_metadata_is_one_line():
 def test_misspelled_subcommand_lists_ours_and_lm_evals():
     proc = run([str(BIN / "lm-eval-longmem"), "plott"], check=False)
     assert_one_line(proc, "lm-eval-longmem: error: unknown subcommand 'plott'. Did you mean plot",
-                    "fetch-data, leaderboard, methods, plot", "sweep, train", "run, ls, validate")
+                    "fetch-data, leaderboard, methods, plot", "sweep, tasks, train", "run, ls, validate")
 
 
 def test_unknown_tasks_each_get_their_suggestions_other_failures_are_left_alone(registered):
