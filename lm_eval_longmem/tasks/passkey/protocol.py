@@ -11,7 +11,7 @@ as the original cuts it, and the prompt's token count is whatever it comes to.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lm_eval_longmem.data.passkey_prompt import assemble, filler_characters, filler_sentences, split_at_depth
@@ -31,11 +31,14 @@ class PasskeyConfigError(TaskOptionError):
 class Options:
     """What `--metadata pk_<name>=...` can set. Small defaults: a bare run takes minutes on a CPU."""
 
-    lengths: tuple[int, ...] = (512, 1024, 2048)  # prompt tokens (or filler characters with protocol=chars)
-    depths: tuple[int, ...] = (0, 25, 50, 75, 100)  # % of the filler placed before the key
-    samples: int = 2  # documents (keys) per length x depth cell
-    seed: int = 0
-    protocol: str = "tokens"  # or "chars": the original code's character counts
+    lengths: tuple[int, ...] = field(default=(512, 1024, 2048), metadata={
+        "help": "prompt lengths in tokens (characters of filler with pk_protocol=chars)"})
+    depths: tuple[int, ...] = field(default=(0, 25, 50, 75, 100), metadata={
+        "help": "key depth, % of the filler placed before it"})
+    samples: int = field(default=2, metadata={"help": "documents (keys) per length x depth cell"})
+    seed: int = field(default=0, metadata={"help": "key seed; each (length, depth, sample) has its own stream"})
+    protocol: str = field(default="tokens", metadata={
+        "help": "tokens (fit to the tokenizer) or chars (the original code's character counts)"})
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:
