@@ -100,23 +100,12 @@ def check_task_options(tasks: list[str], options: dict) -> None:
 
 
 def check_method_arguments(model_args: dict) -> None:
-    """An unknown method or a bad method argument fails here, before lm-eval indexes its tasks.
+    """An unknown method or a bad method argument fails here, before lm-eval indexes its tasks;
+    anything else (say, a `pretrained` path that is not there) is left for the model load to
+    report as it always has."""
+    from lm_eval_longmem.models.methods.resolution import check_method_arguments as check
 
-    Only our own errors are raised: anything else (say, a `pretrained` path that is not there)
-    is left for the model load to report as it always has.
-    """
-    from lm_eval_longmem.errors import LongMemError
-    from lm_eval_longmem.models.methods import DEFAULT_METHOD
-    from lm_eval_longmem.models.methods.recorded import method_from_model_args
-
-    rest = dict(model_args)
-    pretrained, method = rest.pop("pretrained", None), rest.pop("method", None)
-    try:
-        method_from_model_args(pretrained, method, rest, DEFAULT_METHOD)
-    except LongMemError:
-        raise
-    except Exception:  # noqa: BLE001 - reported by the model load, with its own message
-        return
+    check(model_args)
 
 
 def check_model_source(pretrained: Any) -> None:
