@@ -1,7 +1,7 @@
 """One layer's bounded cache: pre-RoPE keys, values and how many tokens each entry stands for.
 
 Keys are stored *before* RoPE so that an entry can be given a new position whenever the cache
-changes (eviction and merging re-index positions inside the cache; see README, "Positions").
+changes (eviction and merging re-index positions inside the cache; see docs/methods/bounded-caches.md, "Positions").
 `counts[i]` is the number of original tokens entry i represents (stated-CLM eq. 17: its
 attention logit gets + log counts[i]); it is 1 for every entry of methods that do not merge.
 `rotated` memoizes the keys rotated at positions 0..N-1 while those positions hold (decoding
