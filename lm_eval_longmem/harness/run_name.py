@@ -73,7 +73,7 @@ def non_default_args(resolved) -> dict[str, Any]:
     """The given method arguments whose parsed value differs from the default (parsed, sorted);
     `resolved`: a `models.methods.resolution.ResolvedMethod`."""
     changed = {}
-    for field in dataclasses.fields(resolved.cls.Args):
+    for field in dataclasses.fields(type(resolved.args)):
         if field.name not in resolved.raw_args:
             continue
         if field.default is not dataclasses.MISSING:

@@ -138,7 +138,7 @@ class LongMemLM(HFLM):
     def _unknown_arguments_message(self, unknown: list[str]) -> str:
         from lm_eval_longmem.models.methods.arguments import describe_fields
 
-        method_fields = describe_fields(type(self.longmem_method).Args) or ["(none)"]
+        method_fields = describe_fields(type(self.longmem_method.args)) or ["(none)"]
         return (
             f"Unknown --model_args {', '.join(unknown)} for --model longmem (method="
             f"{self.longmem_method.name}).\n  Arguments of method={self.longmem_method.name}:\n    "

@@ -38,7 +38,7 @@ def method_listing(only: str | None = None) -> str:
     lines = []
     for name, cls in methods.items():
         lines.append(f"  {name}: {cls.summary}")
-        lines.extend(f"      {line}" for line in describe_fields(cls.Args))
+        lines.extend(f"      {line}" for line in cls.describe_arguments(detailed=only is not None))
     return "\n".join(lines)
 
 
@@ -58,7 +58,7 @@ def get_method(name: str) -> type[LongMemMethod]:
 
 def split_method_args(method_cls: type[LongMemMethod], model_args: dict[str, Any]):
     """(the method's own arguments, everything else) from a dict of model arguments."""
-    names = field_names(method_cls.Args)
+    names = field_names(method_cls.arguments_class(model_args))
     own = {k: v for k, v in model_args.items() if k in names}
     rest = {k: v for k, v in model_args.items() if k not in names}
     return own, rest
@@ -66,7 +66,7 @@ def split_method_args(method_cls: type[LongMemMethod], model_args: dict[str, Any
 
 def build_method(name: str, raw_args: dict[str, Any]) -> LongMemMethod:
     cls = get_method(name)
-    return cls(parse_args(name, cls.Args, raw_args))
+    return cls(parse_args(name, cls.arguments_class(raw_args), raw_args))
 
 
 __all__ = [

@@ -58,6 +58,20 @@ class LongMemMethod:
             raise TypeError(f"{cls.__name__}.Args must be a dataclass")
         _REGISTRY[name] = cls
 
+    @classmethod
+    def arguments_class(cls, raw_args: dict[str, Any]) -> type:
+        """The dataclass of this method's arguments, given the raw ones. Usually the fixed `Args`;
+        a method whose arguments depend on a choice among them (kvpress: the press named by
+        `press=`) builds it from that choice."""
+        return cls.Args
+
+    @classmethod
+    def describe_arguments(cls, detailed: bool = False) -> list[str]:
+        """Lines for `lm-eval-longmem methods`; `detailed` when this method alone is listed."""
+        from lm_eval_longmem.models.methods.arguments import describe_fields
+
+        return describe_fields(cls.Args)
+
     def __init__(self, args: Any = None):
         self.args = args if args is not None else self.Args()
 

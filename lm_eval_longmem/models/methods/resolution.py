@@ -52,7 +52,7 @@ def resolve_method(model_args: dict[str, Any]) -> ResolvedMethod:
     name, merged, from_checkpoint = _method_name(pretrained, method, rest)
     cls = get_method(name)
     own, other = split_method_args(cls, merged)
-    return ResolvedMethod(name, cls, own, other, parse_args(name, cls.Args, own), from_checkpoint)
+    return ResolvedMethod(name, cls, own, other, parse_args(name, cls.arguments_class(own), own), from_checkpoint)
 
 
 def check_method_arguments(model_args: dict[str, Any]) -> None:
