@@ -69,14 +69,13 @@ def passkey_documents(seed: int, seq_len: int, count) -> Iterable[str]:
     longest prompt that leaves room in `seq_len` tokens for the answer and an EOS."""
     import random
 
-    from lm_eval_longmem.data.passkey_prompt import KEY_RANGE
-    from lm_eval_longmem.tasks.passkey.protocol import ANSWER_TOKENS, PasskeyConfigError, prompt_for_tokens
+    from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, KEY_RANGE, PromptTooShortError, prompt_sized_to_tokens
 
     rng = random.Random(seed)
     while True:
         key = rng.randint(*KEY_RANGE)
         try:
-            prompt, _ = prompt_for_tokens(seq_len - ANSWER_TOKENS - 1, rng.randint(0, 100), key, count)
-        except PasskeyConfigError:
+            prompt, _ = prompt_sized_to_tokens(seq_len - ANSWER_TOKENS - 1, rng.randint(0, 100), key, count)
+        except PromptTooShortError:
             raise TrainingError(f"data=passkey: seq_len={seq_len} is too short for a passkey prompt and its answer.") from None
         yield f"{prompt} {key}."

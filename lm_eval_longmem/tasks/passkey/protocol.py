@@ -14,13 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_longmem.data.passkey_prompt import assemble, filler_characters, filler_sentences, split_at_depth
+from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_for_characters, prompt_sized_to_tokens
 from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
 
 OPTION_PREFIX = "pk_"
 PROTOCOLS = ("tokens", "chars")
-# New tokens allowed for the answer: the landmark-attention test generates 10.
-ANSWER_TOKENS = 10
 
 
 class PasskeyConfigError(TaskOptionError):
@@ -74,36 +72,9 @@ def check_lengths_fit(options: Options, context_length: int) -> None:
 
 
 def prompt_for_tokens(length: int, depth: int, key: int, count: Callable[[str], int]) -> tuple[str, int]:
-    """The prompt with the most filler sentences whose token count is <= `length`, and that count.
-
-    `count` is the model tokenizer's token count. Token counts grow with the filler (one
-    sentence adds a few tokens), so a binary search over sentences finds the largest fit.
-    """
-
-    def build(sentences: int) -> str:
-        before, after = split_at_depth(sentences, depth)
-        return assemble(filler_sentences(before), key, filler_sentences(after))
-
-    bare = count(build(0))
-    if bare > length:
-        raise PasskeyConfigError(
-            f"longmem_passkey: length {length} is too short: the prompt without any filler already takes {bare} "
-            "tokens. Use larger pk_lengths."
-        )
-    low, high = 0, 1
-    while count(build(high)) <= length:
-        low, high = high, high * 2
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if count(build(mid)) <= length else (low, mid)
-    prompt = build(low)
-    return prompt, count(prompt)
-
-
-def prompt_for_characters(num_chars: int, depth: int, key: int) -> str:
-    """The original code's prompt: `num_chars` filler characters split at the depth."""
-    before, after = split_at_depth(num_chars, depth)
-    return assemble(filler_characters(before), key, filler_characters(after))
+    """The prompt with the most filler sentences whose token count is <= `length`, and that count
+    (data/passkey_prompt.py); too short a length is this task's option error."""
+    return prompt_sized_to_tokens(length, depth, key, count, error=PasskeyConfigError)
 
 
 def check_prompt_fits(prompt_tokens: int, length: int, context_length: int) -> None:
