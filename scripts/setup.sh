@@ -2,7 +2,8 @@
 # Create (or reuse) the virtualenv and install lm-eval-longmem with its offline assets.
 #   VENV=path          where the virtualenv lives (default: .venv in the repository)
 #   SETUP_EXTRAS=name  the package extra to install: dev (default: tests, kernels) or demo
-#                      (what the demo needs: the GGUF reader and matplotlib, no Triton/pytest)
+#                      (what the demo needs: the GGUF reader and matplotlib, no Triton/pytest);
+#                      test.sh also sets up VENV=.venv-kvpress with SETUP_EXTRAS=dev,kvpress
 # Idempotent: when nothing it installs from has changed since its last success, it returns at
 # once (a stamp in the virtualenv); otherwise pip only checks what is already there.
 set -euo pipefail
@@ -11,13 +12,18 @@ VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 EXTRAS="${SETUP_EXTRAS:-dev}"
 
+# kvpress caps transformers below 5.3: it would downgrade the main venv's transformers.
+if [[ ",$EXTRAS," == *,kvpress,* && "$VENV" == .venv ]]; then
+  echo "setup.sh: the kvpress extra goes in its own venv: VENV=.venv-kvpress SETUP_EXTRAS=$EXTRAS $0" >&2
+  exit 2
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 STAMP="$VENV/.lm-eval-longmem-setup"
 WANT="$EXTRAS $(cat pyproject.toml scripts/constraints.txt scripts/setup.sh | cksum)"
-# A dev install covers the demo's extra too.
-if [ -f "$STAMP" ] && { [ "$(cat "$STAMP")" = "$WANT" ] || [ "$(cat "$STAMP")" = "dev ${WANT#* }" ]; }; then
+# A dev install covers the demo's extra too (only the demo's: not dev,kvpress, for instance).
+if [ -f "$STAMP" ] && { [ "$(cat "$STAMP")" = "$WANT" ] || { [ "$EXTRAS" = demo ] && [ "$(cat "$STAMP")" = "dev ${WANT#* }" ]; }; }; then
   exit 0
 fi
 

@@ -33,8 +33,10 @@ def s2_attention(query, key, value, group: int, scaling: float | None, dropout: 
     return shift_half_heads(out.reshape(batch, heads, length, dim), group // 2)
 
 
-def s2_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """transformers attention-function signature; the group size is set on the module."""
+def s2_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """transformers attention-function signature; the group size is set on the module. dropout comes
+    before scaling, in transformers' order: kvpress, once imported, wraps every registered attention
+    function and passes `dropout` as the sixth positional argument."""
     repeats = query.shape[1] // key.shape[1]
     key, value = (t.repeat_interleave(repeats, dim=1) for t in (key, value))
     out = s2_attention(query, key, value, module.s2_group_size, scaling, dropout if module.training else 0.0)

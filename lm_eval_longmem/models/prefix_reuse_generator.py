@@ -24,6 +24,24 @@ from lm_eval.models.utils_hf import stop_sequences_criteria
 from lm_eval_longmem.models.generation import GenerationRequest
 
 
+def cache_is_croppable(cache) -> bool:
+    """Whether `cache.crop` can shorten this cache without losing state.
+
+    transformers 5.24 says it itself (`Cache.is_croppable`, from its layers); transformers 5.2
+    has no such attribute, so there a cache is croppable when every layer says so (FoX's layers
+    do) or is a plain `DynamicLayer` (full attention; a sliding-window layer can lose states).
+    """
+    croppable = getattr(cache, "is_croppable", None)
+    if croppable is not None:
+        return bool(croppable)
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(
+        getattr(layer, "is_croppable", type(layer) is DynamicLayer) for layer in layers
+    )
+
+
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -81,7 +99,7 @@ class PrefixReuseGenerator:
         At least one prompt token is left to feed: `generate` needs the logits of the last
         prompt position, so an identical prompt reuses all but its final token.
         """
-        if self.reuse and self._cache is not None and getattr(self._cache, "is_croppable", False):
+        if self.reuse and self._cache is not None and cache_is_croppable(self._cache):
             keep = min(common_prefix_length(self._cached_prompt, prompt), len(prompt) - 1)
             if keep > 0:
                 # The cache also holds the previous answer's tokens: crop those too.

@@ -33,7 +33,9 @@ class AttentionPlan:
     method_name: str
 
 
-def longmem_part_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+# dropout before scaling, in transformers' own order (sdpa/eager attention forwards): kvpress wraps every
+# registered attention function when it is imported and passes `dropout` as the sixth positional argument.
+def longmem_part_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     plan: AttentionPlan | None = getattr(module, "longmem_attention", None)
     if plan is None:
         raise RuntimeError(

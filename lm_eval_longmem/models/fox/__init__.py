@@ -8,6 +8,7 @@ both official model types with the Auto classes (`register_fox`).
 from __future__ import annotations
 
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+from transformers.models.auto import tokenization_auto
 
 from .cache_fox import ForgettingAttentionCacheLayer, ForgettingTransformerCache, as_fox_cache
 from .configuration_fox import (
@@ -43,6 +44,11 @@ def register_fox() -> None:
         AutoModel.register(config_class, model_class, exist_ok=True)
         AutoModelForCausalLM.register(config_class, causal_lm_class, exist_ok=True)
         AutoTokenizer.register(config_class, tokenizer_class=JSONGPT2Tokenizer, exist_ok=True)
+        # transformers 5.2's AutoTokenizer returns a plain `TokenizersBackend` when the
+        # checkpoint's tokenizer_class differs from TOKENIZER_MAPPING_NAMES[model_type], a table
+        # `register` does not fill (5.24 consults the registered class). Naming ours there
+        # makes both load JSONGPT2Tokenizer.
+        tokenization_auto.TOKENIZER_MAPPING_NAMES.setdefault(config_class.model_type, JSONGPT2Tokenizer.__name__)
 
 
 register_fox()

@@ -24,7 +24,7 @@ from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_upd
 from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
-from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
+from lm_eval_longmem.models.rope.rotation import rotary_embeddings, the_rotary_embedding
 
 DEFAULT_S = 2.0
 
@@ -86,4 +86,17 @@ class DynamicNTK(RopeExtensionMethod):
     def prepare_model(self, model):
         if self.args.variant == "frozen":
             install_length_scaled_update(the_rotary_embedding(model, self.name), model.config)
+        else:
+            for rotary in rotary_embeddings(model):
+                rotary.register_forward_hook(_keep_the_longest_length)
         return model
+
+
+def _keep_the_longest_length(rotary, args, output) -> None:
+    """transformers 5.2's `dynamic_rope_update` stores the length it grew to (or reset to) under
+    `None_max_seq_len_cached` (f"{layer_type}_..." with layer_type None) instead of
+    `max_seq_len_cached`, so it never keeps the largest length seen: every sequence longer
+    than C gets its own length's base. transformers 5.24 writes `max_seq_len_cached` (this hook
+    then finds nothing to move). Moved after each call, variant=hf behaves as documented on both."""
+    if "None_max_seq_len_cached" in rotary.__dict__:
+        rotary.max_seq_len_cached = rotary.__dict__.pop("None_max_seq_len_cached")
