@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from pathlib import Path
+
+from intervals import wilson_interval as wilson  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -41,16 +42,6 @@ CONFIGS = {
     "d": "streamingllm, same window",
     "e": "vanilla, full attention",
 }
-
-
-def wilson(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a binomial proportion (sound at 0/n and n/n, unlike p +- 2se)."""
-    if total == 0:
-        return (float("nan"), float("nan"))
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def first_segment_depths(length: int, segment: int, count) -> dict[str, tuple[int, tuple[int, int]]]:

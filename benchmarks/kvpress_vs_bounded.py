@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import platform
 import subprocess
@@ -49,6 +48,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from intervals import wilson_interval  # benchmarks/ is on sys.path when run as a script
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -132,16 +133,6 @@ def bootstrap_interval(values, resamples: int = BOOTSTRAP_RESAMPLES, seed: int =
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return (float(low), float(high))
-
-
-def wilson_interval(correct: int, total: int, z: float = 1.96):
-    """95% Wilson score interval of a success count (sound at 0/n and n/n)."""
-    if total == 0:
-        return (float("nan"), float("nan"))
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def _fmt_interval(mean, interval) -> str:

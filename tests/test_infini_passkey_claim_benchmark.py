@@ -3,6 +3,7 @@ depths, all five models through the real passkey task, the table and the verdict
 reuses the exports and every stored cell."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "infini_passkey_cl
 
 
 def load_script():
+    if str(SCRIPT.parent) not in sys.path:  # as when run as a script: its helpers sit beside it
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("infini_passkey_claim", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

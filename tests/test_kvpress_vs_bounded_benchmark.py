@@ -17,6 +17,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kvpress_vs_bounde
 
 @pytest.fixture(scope="module")
 def bench():
+    if str(SCRIPT.parent) not in sys.path:  # as when run as a script: its helpers sit beside it
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("kvpress_vs_bounded", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
