@@ -99,7 +99,7 @@ def _spec(cls: type, base: type) -> PressSpec:
         annotation = hints.get(field.name, Any)
         if _holds_presses(annotation, base):
             press_fields.append(field)
-            if typing.get_origin(annotation) in (list, tuple) or _is_list_of_presses(annotation, base):
+            if _is_a_list(annotation):
                 unsupported = "it composes a list of presses, which key=value arguments cannot spell"
             continue
         readable = _plain(annotation)
@@ -126,8 +126,9 @@ def _holds_presses(annotation: Any, base: type) -> bool:
     return any(_holds_presses(arg, base) for arg in typing.get_args(annotation))
 
 
-def _is_list_of_presses(annotation: Any, base: type) -> bool:
-    return any(typing.get_origin(arg) in (list, tuple) for arg in typing.get_args(annotation))
+def _is_a_list(annotation: Any) -> bool:
+    """`list[...]`, or a union with one (`list[Press] | None`)."""
+    return typing.get_origin(annotation) in (list, tuple) or any(_is_a_list(arg) for arg in typing.get_args(annotation))
 
 
 def _plain(annotation: Any) -> Any:

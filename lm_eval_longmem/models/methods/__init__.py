@@ -9,7 +9,6 @@ from typing import Any
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods.arguments import (
     MethodArgumentError,
-    describe_fields,
     field_names,
     parse_args,
 )
