@@ -2,7 +2,15 @@
 
 import pytest
 
-from lm_eval_longmem.models.cost_plan import CostPlan, announce, estimate_seconds, fit_cost, human_duration, shrink_hint
+from lm_eval_longmem.models.cost_plan import (
+    CostPlan,
+    announce,
+    estimate_seconds,
+    fit_cost,
+    human_duration,
+    probe_lengths,
+    shrink_hint,
+)
 
 
 def test_two_timed_passes_recover_a_linear_plus_quadratic_cost():
@@ -24,10 +32,27 @@ def test_estimate_sums_the_fitted_cost_over_every_input_after_a_warm_up():
     lengths = [129, 1025, 4097, 16385]
     expected = sum(1e-3 * n + 1e-6 * n * n for n in lengths)
     assert estimate_seconds(lengths, time_one, max(lengths)) == pytest.approx(expected)
-    assert calls == [256, 256, 1024]
+    assert calls == [1024, 1024, 4096]  # warm-up, then the two timed passes
     calls.clear()
     estimate_seconds([100, 200], time_one, 200)  # a short run probes at its own longest input
-    assert calls == [200, 200]
+    assert calls == [50, 50, 200]
+
+
+def test_the_longer_probe_is_the_longest_input_up_to_a_cap_and_the_shorter_a_quarter_of_it():
+    assert probe_lengths(16385) == [1024, 4096]
+    assert probe_lengths(3000) == [750, 3000]
+    assert probe_lengths(3) == [1, 3] and probe_lengths(1) == [1]
+
+
+def test_probes_far_below_the_longest_input_miss_a_cost_that_grows_faster_than_the_fit():
+    """Why the probes are long: on a CPU the per-token cost at 16k grows faster than a fit from
+    short inputs says (measured: 0.34 s at 256, 1.45 s at 1,024, 8.18 s at 4,096, 74.4 s at 16,384
+    tokens for SmolLM2-135M on 2 cores); the fit through 1,024 and 4,096 lands within 5%, the
+    one through 256 and 1,024 a third short."""
+    measured = {256: 0.34, 1024: 1.45, 4096: 8.18, 16384: 74.39}
+    near = fit_cost([(1024, measured[1024]), (4096, measured[4096])])(16384)
+    far = fit_cost([(256, measured[256]), (1024, measured[1024])])(16384)
+    assert abs(near / measured[16384] - 1) < 0.05 and far / measured[16384] < 0.7
 
 
 def test_hint_names_the_options_of_the_tasks_that_shrink_them():

@@ -3,9 +3,15 @@
 A default `forgetting_curve` run plans hundreds of requests with inputs up to 16k tokens: on a
 laptop CPU that is hours, and nothing else says so. Before scoring or generating, the wrapper
 prints the plan (requests, input lengths, tokens in all, the tasks) and, for a run big enough to
-matter, an estimate of its time from two short timed passes on this machine — a fit of
+matter, an estimate of its time from two timed passes on this machine — a fit of
 `a*L + b*L^2` per input (linear layers plus attention), summed over the planned inputs — with the
 options that make the run smaller.
+
+The passes are at the run's longest input capped at 4,096 tokens and a quarter of that: probes at
+256 and 1,024 put the quadratic term in the noise and, extrapolated to a default run's 16k inputs,
+said 20 min for a run measured at about 38 min (SmolLM2-135M, 2 CPU cores); the fit through 1,024
+and 4,096 says 36 min. The longer probe costs seconds on a CPU, against a run of at least
+`ESTIMATE_ABOVE_TOKENS` tokens.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 
 ESTIMATE_ABOVE_TOKENS = 100_000  # smaller runs take seconds to a few minutes: no timing pass
 ESTIMATE_ABOVE_ENV = "LM_EVAL_LONGMEM_ESTIMATE_ABOVE"  # tokens; 0 estimates every run
-PROBE_LENGTHS = (256, 1024)
+LONGEST_PROBE = 4096  # tokens: the longer timed pass, when the run's inputs are at least this long
 SHRINKING_OPTIONS = ("lengths", "samples", "windows", "max_length", "shots")
 
 
@@ -56,8 +62,14 @@ def fit_cost(timings: Sequence[tuple[int, float]]) -> Callable[[int], float]:
     return lambda length: a * length + b * length * length
 
 
+def probe_lengths(longest: int) -> list[int]:
+    """The two timed inputs: as long as affordable, since the fit is extrapolated to `longest`."""
+    long = max(1, min(longest, LONGEST_PROBE))
+    return sorted({max(1, long // 4), long})
+
+
 def estimate_seconds(lengths: Iterable[int], time_one: Callable[[int], float], longest: int) -> float:
-    probes = sorted({min(p, longest) for p in PROBE_LENGTHS})
+    probes = probe_lengths(longest)
     time_one(probes[0])  # warm-up: first-call costs (allocations, kernel builds) are not per request
     cost = fit_cost([(length, time_one(length)) for length in probes])
     return sum(cost(length) for length in lengths)
