@@ -26,6 +26,17 @@ def test_every_shipped_recipe_loads_with_the_papers_settings():
         8, 16, ("q_proj", "k_proj", "v_proj", "o_proj"), ("embed", "norm"))
 
 
+def test_infini_recipes_start_the_gates_where_the_method_does():
+    """sigmoid(-4) = 0.018: training starts from the model's own attention. The recipes once said 0
+    (every head half memory read at step 0) against the method's documented default."""
+    from lm_eval_longmem.models.methods.infini import InfiniArgs
+
+    infini = [name for name in shipped_recipes() if load_recipe(name).method == "infini"]
+    assert {"infini", "infini-passkey", "tiny-infini", "tiny-infini-passkey"} <= set(infini)
+    for name in infini:
+        assert load_recipe(name).method_args.get("beta_init", InfiniArgs.beta_init) == InfiniArgs.beta_init == -4.0
+
+
 def test_overrides_are_typed_and_reach_mappings():
     recipe = load_recipe("yarn", ["lr=1e-4", "max_steps=7", "method_args.factor=2", "lora_targets=[q_proj,v_proj]",
                                   "gradient_checkpointing=false"])
