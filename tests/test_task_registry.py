@@ -172,6 +172,29 @@ def test_the_registry_has_the_old_datasets_once_each():
         "pg19": ["forgetting_curve", "longmem_perplexity"]}
 
 
+def test_a_shared_dataset_is_replaced_by_each_tasks_own_option(monkeypatch, capsys):
+    """PG-19 serves two tasks: a perplexity user is told `ppl_corpus`, not the forgetting curve's
+    `fc_corpus`, wherever the local alternative is named."""
+    from lm_eval_longmem.tasks import dataset_needs
+
+    assert registry.find("longmem_perplexity").alternative_to("pg19").startswith("ppl_corpus=shakespeare")
+    assert registry.find("forgetting_curve").alternative_to("pg19").startswith("fc_corpus=shakespeare")
+    assert registry.find("forgetting_curve").alternative_to("trec") is None
+    monkeypatch.setattr(dataset_needs, "is_available", lambda dataset: (False, "offline"))
+    with pytest.raises(MissingDatasetsError) as missing:
+        missing_for(["longmem_perplexity"], {"ppl_corpus": "pg19"})
+    assert "--metadata ppl_corpus=" in str(missing.value) and "fc_corpus" not in str(missing.value)
+    assert main(["tasks", "longmem_perplexity"]) == 0
+    listing = capsys.readouterr().out
+    assert "or --metadata ppl_corpus=shakespeare" in listing and "fc_corpus" not in listing
+
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    with pytest.raises(hub.HubUnavailableError) as offline:
+        main(["fetch-data", "pg19"])
+    assert "--metadata fc_corpus=shakespeare" in str(offline.value) and "--metadata ppl_corpus=" in str(offline.value)
+    assert "trec_data_dir" not in str(offline.value)  # only the datasets asked for
+
+
 def test_figures_are_declared_with_their_old_subcommands_and_help():
     from lm_eval_longmem.report.figures import LOG_AXIS_RULE
     from lm_eval_longmem.tasks.forgetting_curve.declaration import LOG_AXIS_HELP

@@ -13,7 +13,7 @@ HELP = "download the Hub datasets of the longmem tasks into the local cache (nee
 
 
 def main(argv: list[str]) -> int:
-    from lm_eval_longmem.tasks.registry import datasets
+    from lm_eval_longmem.tasks.registry import datasets, declarations
 
     known = datasets()
     parser = argparse.ArgumentParser(
@@ -42,10 +42,13 @@ def main(argv: list[str]) -> int:
             if offline_requested()
             else "the Hub (huggingface.co, or $HF_ENDPOINT) cannot be reached from here. Fix: run it"
         )
+        from lm_eval_longmem.tasks.dataset_needs import local_alternatives
+
+        users = {key: [d.name for d in declarations() if d.alternative_to(key)] for key in keys}
         raise HubUnavailableError(
             f"fetch-data needs network, but {where} on a machine that reaches the Hub, then copy "
-            "~/.cache/huggingface to machines without network. Offline, the tasks also read local copies "
-            "(--metadata trec_data_dir=DIR, topicret_data=PATH, fc_corpus=PATH)."
+            "~/.cache/huggingface to machines without network. Offline, the tasks also read local copies ("
+            + "; ".join(f"--metadata {option}" for option in local_alternatives(users)) + ")."
         )
     failed = fetch(known[key] for key in keys)
     if failed:

@@ -40,7 +40,7 @@ def task_listing(only: str | None = None) -> str:
         for need in declaration.datasets:
             dataset = need.dataset
             lines.append(f"      may need: {dataset.key} ({dataset.title}; fetch-data {dataset.key}, "
-                         f"or --metadata {dataset.local_option})")
+                         f"or --metadata {need.alternative})")
     return "\n".join(lines)
 
 

@@ -47,7 +47,13 @@ def missing_message(missing: Mapping[str, list[str]]) -> str:
     lines.append(
         f"Fix: fetch them all with `{FETCH_COMMAND} {keys}` on a machine that reaches the Hub (then copy "
         "~/.cache/huggingface here if this machine has no network), or point the tasks at local copies ("
-        + ", ".join(f"--metadata {option}" for option in sorted({known[key].local_option for key in missing}))
+        + "; ".join(f"--metadata {option}" for option in local_alternatives(missing))
         + ")."
     )
     return "\n".join(lines)
+
+
+def local_alternatives(needs: Mapping[str, Iterable[str]]) -> list[str]:
+    """The --metadata options that point these tasks at local copies of these datasets, each once."""
+    options = {registry.find(task).alternative_to(key) for key, users in needs.items() for task in users}
+    return sorted(option for option in options if option)

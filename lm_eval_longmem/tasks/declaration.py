@@ -60,6 +60,13 @@ class DatasetNeed:
 
     dataset: HubDataset
     when: Callable[[Mapping[str, Any]], bool] = always
+    local_option: str = ""  # this task's --metadata option for local copies, if not the dataset's own
+
+    @property
+    def alternative(self) -> str:
+        """What a user without the Hub passes instead: two tasks may name one dataset differently
+        (PG-19 is `fc_corpus` for the forgetting curve, `ppl_corpus` for perplexity)."""
+        return self.local_option or self.dataset.local_option
 
 
 @dataclass(frozen=True)
@@ -100,3 +107,7 @@ class TaskDeclaration:
     def needs(self, options: Mapping[str, Any]) -> list[HubDataset]:
         """The Hub datasets this task cannot run without, under `options`."""
         return [need.dataset for need in self.datasets if need.when(options)]
+
+    def alternative_to(self, dataset_key: str) -> str | None:
+        """This task's option that replaces the Hub dataset `dataset_key` by local copies."""
+        return next((need.alternative for need in self.datasets if need.dataset.key == dataset_key), None)
