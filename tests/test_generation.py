@@ -188,6 +188,14 @@ def test_results_file_records_reuse(lm, lm_fresh):
     assert lm_fresh.get_model_info()["longmem_reuse_prefix"] is False
 
 
+@pytest.mark.parametrize("method_args", [{"method": "dynamic_ntk", "factor": 2}, {"method": "statedclm"},
+                                         {"method": "streamingllm"}, {"method": "infini", "segment_length": 8}])
+def test_results_file_says_no_reuse_where_the_method_re_encodes_every_prompt(tiny_model_dir, method_args):
+    """reuse_prefix=true (the default) was recorded as given, though these methods never reuse."""
+    lm_method = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **method_args)
+    assert lm_method.reuse_prefix is True and lm_method.get_model_info()["longmem_reuse_prefix"] is False
+
+
 @pytest.mark.parametrize(
     "method_args",
     [{"method": "self_extend", "window": 4, "group": 2}, {"method": "lm_infinite", "global_tokens": 2, "local_window": 8},

@@ -379,7 +379,9 @@ class LongMemLM(HFLM):
                 "longmem_context_length": self.max_length,
                 "longmem_bounded_memory": self.longmem_method.bounded_memory,
                 "longmem_scoring": self.scorer.strategy,
-                "longmem_reuse_prefix": self.reuse_prefix,
+                # what generation did, not only what was asked: methods whose cache depends on the
+                # whole prompt re-encode every prompt whatever reuse_prefix says
+                "longmem_reuse_prefix": self.reuse_prefix and self.longmem_method.prefix_cache_reusable,
             }
         )
         return info

@@ -29,7 +29,8 @@ class LongMemMethod:
     summary: ClassVar[str]
     Args: ClassVar[type] = NoArgs
     # Whether the KV cache of a prompt prefix is valid for a longer prompt that starts with it.
-    # False when the cached keys depend on the whole prompt (a RoPE base set by its length).
+    # False when the cached keys depend on the whole prompt (a RoPE base set by its length, the
+    # entries a bounded cache keeps): the results file then records longmem_reuse_prefix false.
     prefix_cache_reusable: ClassVar[bool] = True
     # Whether what the method keeps of the past does not grow with the input (a bounded KV
     # cache, a compressive memory) and its positions stay inside what the model was trained

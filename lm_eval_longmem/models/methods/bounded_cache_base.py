@@ -51,5 +51,7 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
     def make_scorer(self, model):
         return BoundedCacheScorer(Decoder(model), self.make_policy)
 
+    prefix_cache_reusable = False  # which entries are kept depends on the whole prompt
+
     def make_generator(self, model, tokenizer):
         return BoundedCacheGenerator(Decoder(model), self.make_policy, tokenizer)

@@ -50,6 +50,7 @@ class Infini(LongMemMethod):
     Args = InfiniArgs
     # Memory stays bounded by the segment: any input length, default grids at the base length.
     bounded_memory = True
+    prefix_cache_reusable = False  # the memory and local cache follow the prompt's own segmentation
 
     def prepare_config(self, config) -> None:
         self._check_segment_fits(config)
