@@ -87,6 +87,25 @@ def print_interrupted(program: str) -> None:
     sys.stderr.write(f"\n{program}: interrupted; {hint}.\n")
 
 
+INTERRUPTED_EXIT_STATUS = 130  # 128 + SIGINT: what a shell reports for a command ended by Ctrl-C
+
+
+def exit_status_if_interrupted(run, program: str = "lm-eval-longmem") -> int:
+    """`run()`'s exit status, or 130 after the one interrupted line if Ctrl-C ends it.
+
+    Left to Python, Ctrl-C during `lm-eval-longmem train` ended with status 1 (the interpreter's
+    own ending for an uncaught Ctrl-C, killed by SIGINT, did not happen there; why was not
+    traced), which a scheduler or `set -e` script reads as a failure. LM_EVAL_LONGMEM_DEBUG=1
+    keeps the traceback."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        if debugging():
+            raise
+        print_interrupted(program)
+        return INTERRUPTED_EXIT_STATUS
+
+
 def concise_excepthook(previous):
     """A `sys.excepthook` that prints a `LongMemError` as its message alone, and Ctrl-C as one
     line saying what is kept (not the traceback of wherever the run happened to be)."""

@@ -2,6 +2,8 @@
 
 import sys
 
+from lm_eval_longmem.errors import exit_status_if_interrupted
+
 from .cli import main
 
-sys.exit(main())
+sys.exit(exit_status_if_interrupted(main))

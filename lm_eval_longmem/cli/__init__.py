@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = find_subcommand(argv[0])
     if command is not None:
-        return command.main(argv[1:])
+        from lm_eval_longmem.errors import exit_status_if_interrupted
+
+        return exit_status_if_interrupted(lambda: command.main(argv[1:]))
 
     from lm_eval_longmem.harness.startup import watch_lm_eval
 

@@ -72,6 +72,7 @@ def _sweep(args) -> int:
 
     from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values, parse_method_token
     from lm_eval_longmem.sweep.execute import SweepInterrupted, execute, summary
+    from lm_eval_longmem.errors import INTERRUPTED_EXIT_STATUS
     from lm_eval_longmem.sweep.plan import display_command, finished_results, lm_eval_command, plan_runs
 
     raw, source = {}, "the command line"
@@ -111,7 +112,7 @@ def _sweep(args) -> int:
         outcomes = execute(runs, config, force=args.force, verbose=args.verbose, say=say)
     except SweepInterrupted as stop:
         print(summary(stop.outcomes, len(runs)))
-        return 130
+        return INTERRUPTED_EXIT_STATUS
     print(summary(outcomes, len(runs)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
