@@ -34,6 +34,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+from lm_eval_longmem.models.cache_argument import cache_argument, cache_of  # noqa: E402
 
 BOUNDED = ("statedclm", "streamingllm", "longcache")
 
@@ -151,7 +152,7 @@ def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
             with torch.no_grad():
                 if name == "vanilla":
                     out = c.model(torch.tensor([prompt]), use_cache=True)
-                    states[name] = (out.past_key_values, int(out.logits[0, -1].argmax()))
+                    states[name] = (cache_of(out), int(out.logits[0, -1].argmax()))
                 else:
                     gen = c.generators[name]
                     runner = BoundedCacheRunner(gen.decoder, gen.make_policy())
@@ -167,7 +168,7 @@ def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
                         cache = copy.deepcopy(state)
                         start = time.perf_counter()
                         for _ in range(tokens):
-                            out = c.model(torch.tensor([[token]]), past_key_values=cache, use_cache=True)
+                            out = c.model(torch.tensor([[token]]), **cache_argument(cache), use_cache=True)
                             token = int(out.logits[0, -1].argmax())
                     else:
                         runner = copy.copy(state)

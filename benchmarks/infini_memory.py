@@ -110,16 +110,18 @@ def infini_session(model, segment_length: int):
 def full_attention_session(model):
     import torch
 
+    from lm_eval_longmem.models.cache_argument import cache_argument, cache_of
+
     state = {}
 
     def prefill(ids):
         out = model(torch.tensor([ids], device=model.device), use_cache=True, logits_to_keep=1)
-        state["cache"] = out.past_key_values
+        state["cache"] = cache_of(out)
         return int(out.logits[0, -1].argmax())
 
     def step(token):
-        out = model(torch.tensor([[token]], device=model.device), past_key_values=state["cache"], use_cache=True)
-        state["cache"] = out.past_key_values
+        out = model(torch.tensor([[token]], device=model.device), **cache_argument(state["cache"]), use_cache=True)
+        state["cache"] = cache_of(out)
         return int(out.logits[0, -1].argmax())
 
     return prefill, step

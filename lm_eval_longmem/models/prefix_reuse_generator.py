@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import torch
 from lm_eval.models.utils_hf import stop_sequences_criteria
 
+from lm_eval_longmem.models.cache_argument import cache_argument, cache_of
 from lm_eval_longmem.models.generation import GenerationRequest
 
 
@@ -79,7 +80,7 @@ class PrefixReuseGenerator:
             output = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
-                past_key_values=cache,
+                **cache_argument(cache),
                 max_new_tokens=request.max_new_tokens,
                 eos_token_id=sorted(request.stop_token_ids) or None,
                 pad_token_id=self._pad_id(request),
@@ -89,7 +90,7 @@ class PrefixReuseGenerator:
                 **request.sampling,
             )
         if self.reuse:
-            self._cache, self._cached_prompt = output.past_key_values, prompt
+            self._cache, self._cached_prompt = cache_of(output), prompt
         return output.sequences[0, len(prompt) :].tolist()
 
     def _cache_for(self, prompt: tuple[int, ...]):

@@ -22,6 +22,7 @@ from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
+from ..cache_argument import CACHE_FIELD  # forward takes both names; outputs use the installed version's
 from .attention import ForgettingAttentionLayer
 from .cache_fox import ForgettingTransformerCache, as_fox_cache
 from .configuration_fox import ForgettingTransformerConfig, TransformerBaselineConfig
@@ -62,11 +63,6 @@ class ForgettingTransformerBlock(GradientCheckpointingLayer):
         attended = self.attn(self.attn_norm(hidden_states), cache_layer, seq_start, positions)
         normed, hidden_states = self.mlp_norm.add_and_normalize(attended, hidden_states)
         return hidden_states + self.mlp(normed)
-
-
-# transformers 5.24 renamed the cache argument and output field `past_key_values` to `cache` (and
-# `generate` passes `cache=`); both names are taken, and outputs use the installed version's.
-CACHE_FIELD = "cache" if "cache" in BaseModelOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 def left_padding_starts(attention_mask: torch.Tensor | None, total_length: int) -> torch.Tensor | None:

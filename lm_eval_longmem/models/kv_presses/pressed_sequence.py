@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import torch
 
 from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.models.cache_argument import cache_argument
 
 
 class PressRefusedError(LongMemError, ValueError):
@@ -54,7 +55,7 @@ class PressedSequence:
         ids = torch.tensor([token_ids], device=self.model.device)
         try:
             with self._press_on(prefill=True):
-                self.model.model(input_ids=ids, past_key_values=self.cache, use_cache=True)
+                self.model.model(input_ids=ids, **cache_argument(self.cache), use_cache=True)
         except AssertionError as err:  # kvpress checks its inputs with asserts (e.g. SnapKV's window)
             raise PressRefusedError(
                 f"press {type(self.press).__name__} refused a context of {len(token_ids)} tokens: {err}. Give it longer "
@@ -78,7 +79,7 @@ class PressedSequence:
                 piece = token_ids[start : start + step]
                 ids = torch.tensor([piece], device=self.model.device)
                 positions = torch.arange(self.next_position, self.next_position + len(piece), device=self.model.device)
-                out = self.model(input_ids=ids, past_key_values=self.cache, position_ids=positions[None], use_cache=True)
+                out = self.model(input_ids=ids, **cache_argument(self.cache), position_ids=positions[None], use_cache=True)
                 self.next_position += len(piece)
                 yield out.logits[0]
 
