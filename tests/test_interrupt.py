@@ -14,7 +14,10 @@ from training_helpers import tiny_overrides
 def interrupt_when(command, ready_text, timeout=120):
     """Run `command`, send SIGINT once `ready_text` shows on its stderr; (returncode, stderr)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # A job started in the background of a shell without job control (`cmd &`, nohup) inherits
+    # SIGINT ignored, and so would the command: it gets Ctrl-C's default back, as in a terminal.
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen, ready = [], threading.Event()
 
     def read():
