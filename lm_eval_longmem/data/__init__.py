@@ -1,1 +1,1 @@
-"""Corpora and token streams shared by the tasks (and, later, training)."""
+"""Corpora and token streams shared by the tasks and training."""

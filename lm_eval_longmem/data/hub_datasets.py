@@ -2,7 +2,7 @@
 
 Offline, `datasets.load_dataset` on a Hub id either answers from the local cache or gives up
 with an error that does not say what to do (and without HF_DATASETS_OFFLINE it first retries
-for ~25 s). Here a Hub id is loaded from the cache only when the Hub is unreachable (checked
+for a long while). Here a Hub id is loaded from the cache only when the Hub is unreachable (checked
 once, in seconds), and a miss becomes a `DatasetUnavailableError` whose message names the
 command or option that fixes it. Users on offline clusters point a task option at local
 copies instead (parquet or JSON lines with the dataset's own columns).

@@ -2,16 +2,16 @@
 one line (exit status 2, as argparse answers its own) through the start-up hook and
 `lm-eval-longmem`:
 
-* a task name it cannot find (`ValueError: Tasks not found: forgeting_curve`, 17 lines): now the
+* a task name it cannot find (`ValueError: Tasks not found: forgeting_curve`, 17 lines): the
   closest known names ("did you mean") and where the full list is;
 * a `--metadata` / `--model_args` value that starts like JSON but is not JSON (`ValueError:
-  Invalid JSON: ...` raised from inside argparse, 42 lines): now lm-eval's own message, as
+  Invalid JSON: ...` raised from inside argparse, 42 lines): lm-eval's own message, as
   argparse would print it.
 
 Both apply to every `lm_eval run` that the hook reaches, whatever the model: a misspelled task
 deserves a suggestion in any case. Only the failure path changes. A command lm-eval accepts runs
-exactly as before, and a failure these wrappers cannot explain (a task lm-eval does know, a YAML
-path) is re-raised untouched.
+exactly as lm-eval alone runs it, and a failure these wrappers cannot explain (a task lm-eval
+does know, a YAML path) is re-raised untouched.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Checks run before lm-eval loads a model or builds a task, so that a run that cannot work
-offline fails in seconds with one message instead of after the model load (or ~25 s of Hub
+offline fails in seconds with one message instead of after the model load (or a long wait on Hub
 retries):
 
 * `--model longmem --model_args pretrained=<hub id>` whose model is not in the Hugging Face
@@ -72,7 +72,7 @@ def check(args) -> None:
         check_task_options(tasks, options)
         if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
             missing_for(tasks, options)
-    if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (~4 s)
+    if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (slow)
         check_method_arguments(model_args)
 
 

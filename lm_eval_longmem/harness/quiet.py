@@ -11,7 +11,7 @@ anything else (other tasks, other messages, real warnings) passes through untouc
   `aggregate_metric_list`). Printed once per task of ours, every run, as a 10-line paragraph.
 * git's "fatal: not a git repository" on every run outside a git checkout: lm-eval records the
   commit of the current directory with `git describe` and lets git's stderr through. The probe
-  runs as before, its stderr discarded; the recorded hash is unchanged.
+  runs unchanged, its stderr discarded; the recorded hash is unchanged.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 files on every start.
 
 lm-eval 0.4.13 builds its task index (`TaskIndex.build`) by loading every YAML under its own
-`lm_eval/tasks/` folder, includes resolved, each time a `TaskManager` is made: measured 9-10 s
-of CPU on 2 cores per `lm_eval` call, before any model loads. Those files only change when
+`lm_eval/tasks/` folder, includes resolved, each time a `TaskManager` is made: seconds of CPU
+per `lm_eval` call (docs/benchmarks.md), before any model loads. Those files only change when
 lm-eval is reinstalled. We keep what the index loader returned for them (the parsed mappings,
 `!function` left as text as the indexer asks) in one file per lm-eval version, keyed by the path,
 size and modification time of every YAML in that folder: an edit, an added file or another
-lm-eval install is a miss and is parsed as before. Task folders outside lm-eval (ours, a
+lm-eval install is a miss and is parsed again. Task folders outside lm-eval (ours, a
 user's `--include_path`) are never cached: their includes may point anywhere.
 
 Only the indexer's own calls are served (`resolve_func=False`, top-level); building a task
@@ -148,7 +148,7 @@ def install(index_module=None) -> bool:
     def load_yaml(path, *args, resolve_func=True, recursive=True, _seen=None, **kwargs):
         store = state["store"]
         eligible = store is not None and not resolve_func and recursive and _seen is None and not args and not kwargs
-        key = str(path) if eligible else ""  # the indexer's own path; resolving 14k paths costs ~1 s
+        key = str(path) if eligible else ""  # the indexer's own path; resolving 14k paths is slow
         if eligible and store.covers(key):
             cached = store.get(key)
             if cached is not None:
