@@ -93,10 +93,10 @@ INTERRUPTED_EXIT_STATUS = 130  # 128 + SIGINT: what a shell reports for a comman
 def exit_status_if_interrupted(run, program: str = "lm-eval-longmem") -> int:
     """`run()`'s exit status, or 130 after the one interrupted line if Ctrl-C ends it.
 
-    Left to Python, Ctrl-C during `lm-eval-longmem train` ended with status 1 (the interpreter's
-    own ending for an uncaught Ctrl-C, killed by SIGINT, did not happen there; why was not
-    traced), which a scheduler or `set -e` script reads as a failure. LM_EVAL_LONGMEM_DEBUG=1
-    keeps the traceback."""
+    Decided here because, left to Python, Ctrl-C during `lm-eval-longmem train` ends with status 1
+    (the interpreter's own ending for an uncaught Ctrl-C, killed by SIGINT, does not happen there),
+    which a scheduler or `set -e` script reads as a failure. LM_EVAL_LONGMEM_DEBUG=1 keeps the
+    traceback."""
     try:
         return run()
     except KeyboardInterrupt:
