@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def done_line(summary: dict) -> str:
-    """The run's end in words (was the summary dict as Python prints it)."""
+    """The run's end in words."""
     if summary.get("finished"):  # an earlier run did it all: say what is there
         return summary["message"]
     line = (f"done: {summary['steps']:,} steps, {summary['tokens']:,} tokens in all, "
