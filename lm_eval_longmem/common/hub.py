@@ -1,8 +1,9 @@
 """Hugging Face Hub access that fails fast offline, with a message that names the fix.
 
 Without network the hub clients keep retrying for a long while before giving up (the wait is in
-docs/benchmarks.md), and their final error does not say what to do. We check reachability once (DNS + TCP, a few seconds at most) and,
-when the Hub cannot be reached, load from the local cache only.
+docs/benchmarks.md), and their final error does not say what to do. We check reachability once
+(DNS + TCP, a few seconds at most) and, when the Hub cannot be reached, load from the local cache
+only.
 """
 
 from __future__ import annotations
