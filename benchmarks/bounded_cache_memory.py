@@ -34,7 +34,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
-from lm_eval_longmem.models.cache_argument import cache_argument, cache_of  # noqa: E402
+from lm_eval_longmem.models.runtime.cache_argument import cache_argument, cache_of  # noqa: E402
 
 BOUNDED = ("statedclm", "streamingllm", "longcache")
 
@@ -42,7 +42,7 @@ BOUNDED = ("statedclm", "streamingllm", "longcache")
 def load():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from lm_eval_longmem.models.default_model import default_model_dir
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     path = default_model_dir()
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(path)
@@ -70,8 +70,8 @@ class Contestants:
     """Scorers and generators of every method, built once."""
 
     def __init__(self, model, tokenizer, budget, chunk, sink):
-        from lm_eval_longmem.models.methods import build_method
-        from lm_eval_longmem.models.scoring import TeacherForcedScorer
+        from lm_eval_longmem.models.method_registry import build_method
+        from lm_eval_longmem.models.runtime.scoring import TeacherForcedScorer
 
         self.model, self.tokenizer = model, tokenizer
         self.methods = {name: build_method(name, method_args(name, budget, chunk, sink)) for name in BOUNDED}
@@ -82,7 +82,7 @@ class Contestants:
         self.generators = {name: m.make_generator(model, tokenizer) for name, m in self.methods.items()}
 
     def generate(self, name, prompt, max_new):
-        from lm_eval_longmem.models.generation import GenerationRequest
+        from lm_eval_longmem.models.runtime.generation import GenerationRequest
 
         if name == "vanilla":
             with torch.no_grad():
@@ -93,7 +93,7 @@ class Contestants:
 
 
 def forgetting_curve(c: Contestants, stream, lengths, samples, names):
-    from lm_eval_longmem.models.scoring import ScoredSpan
+    from lm_eval_longmem.models.runtime.scoring import ScoredSpan
     from lm_eval_longmem.tasks.forgetting_curve.sequences import copy_sequence, sample_spans, scored_range
 
     bos = c.tokenizer.bos_token_id if c.tokenizer.bos_token_id is not None else c.tokenizer.eos_token_id

@@ -47,8 +47,8 @@ def worker(impl: str, length: int, repeats: int, max_length: int) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_longmem.models.default_model import default_model_dir
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     path = str(default_model_dir())
     cls = LongMemLM if impl == "ours" else HFLM

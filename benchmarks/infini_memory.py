@@ -45,7 +45,7 @@ def build_model(name: str, device: str, max_positions: int):
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
     if name == "smollm2":
-        from lm_eval_longmem.models.default_model import default_model_dir
+        from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
         model = AutoModelForCausalLM.from_pretrained(default_model_dir(), dtype=torch.float32)
         model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_positions)
@@ -88,7 +88,7 @@ class PeakMemory:
 
 def infini_session(model, segment_length: int):
     """(prefill(ids) -> next token, step(token) -> next token) through the Infini recurrence."""
-    from lm_eval_longmem.models.methods import build_method
+    from lm_eval_longmem.models.method_registry import build_method
 
     method = build_method("infini", {"segment_length": segment_length})
     start_sequence = method.make_scorer(model).start_sequence
@@ -110,7 +110,7 @@ def infini_session(model, segment_length: int):
 def full_attention_session(model):
     import torch
 
-    from lm_eval_longmem.models.cache_argument import cache_argument, cache_of
+    from lm_eval_longmem.models.runtime.cache_argument import cache_argument, cache_of
 
     state = {}
 

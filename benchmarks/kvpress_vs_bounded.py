@@ -436,15 +436,15 @@ def measure_kept(press_args: dict, prefill: int, device: str, model_cache: dict)
     and one more token."""
     import torch
 
-    from lm_eval_longmem.models.methods import build_method
-    from lm_eval_longmem.models.scoring import ScoredSpan
+    from lm_eval_longmem.models.method_registry import build_method
+    from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 
     press_args = {k: v for k, v in press_args.items() if k != "method"}
     attention = press_args.pop("attn_implementation", "sdpa")  # a from_pretrained option, not a press field
     if attention not in model_cache:
         from transformers import AutoModelForCausalLM
 
-        from lm_eval_longmem.models.default_model import default_model_dir
+        from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
         model_cache.clear()
         model_cache[attention] = AutoModelForCausalLM.from_pretrained(

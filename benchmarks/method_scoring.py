@@ -164,7 +164,7 @@ def time_scoring(lm, one_request, repeats: int, device: str) -> dict:
 
 def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_name: str) -> list[dict]:
     """Rows of one model/method at every T; errors (loading or scoring) go into the rows."""
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     rows, lm = [], None
     base = {"method": label, "method_args": model_args}

@@ -52,8 +52,8 @@ def worker(impl: str, length: int, repeats: int) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_longmem.models.default_model import default_model_dir
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     path = str(default_model_dir())
     lm = (LongMemLM if impl == "ours" else HFLM)(pretrained=path, device="cpu", max_length=max(length, 8192))

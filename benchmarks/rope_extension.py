@@ -80,8 +80,8 @@ def load(method: str, args: dict, device: str, dtype, random_shape: str | None, 
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig
 
-    from lm_eval_longmem.models.default_model import default_model_dir
-    from lm_eval_longmem.models.methods import build_method
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+    from lm_eval_longmem.models.method_registry import build_method
 
     chosen = build_method(method, args)
     if random_shape:

@@ -93,7 +93,7 @@ def main() -> None:
     import torch
     from tqdm import tqdm
 
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     if args.threads:
         torch.set_num_threads(args.threads)

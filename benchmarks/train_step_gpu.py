@@ -177,7 +177,7 @@ def use_embedded_tokenizer(config):
     Hub model's own tokenizer cannot be downloaded)."""
     from transformers import AutoTokenizer
 
-    from lm_eval_longmem.models.default_model import default_model_dir
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
     config.vocab_size = len(tokenizer)

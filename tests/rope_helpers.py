@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from lm_eval_longmem.models.methods import build_method
+from lm_eval_longmem.models.method_registry import build_method
 
 
 def load_with_method(directory, method: str, attn_implementation: str = "sdpa", **args):

@@ -19,7 +19,7 @@ from test_cli_errors import assert_one_message
 from lm_eval_longmem.harness import preflight, quiet
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.dataset_needs import needed
-from lm_eval_longmem.models.longmem import _parse_bool
+from lm_eval_longmem.lm_eval_model.longmem import _parse_bool
 from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK, Options as PasskeyOptions
 from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
@@ -156,7 +156,7 @@ def test_start_up_check_reads_task_options_of_the_group_members():
 
 
 def test_start_up_check_refuses_an_unknown_method_or_a_bad_method_argument():
-    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
+    from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError
 
     with pytest.raises(UnknownMethodError, match=r"Unknown method='yarnn'\. Did you mean method=yarn\?"):
         preflight.check(_args(model_args={"method": "yarnn"}))

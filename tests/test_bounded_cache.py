@@ -8,13 +8,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from lm_eval_longmem.models.llama_decoder import Decoder, UnsupportedArchitectureError
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.methods import MethodArgumentError, build_method
-from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 from tiny_models import tiny_of_family, token_ids
 
 METHODS = ("statedclm", "streamingllm", "longcache")

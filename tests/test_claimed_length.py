@@ -9,10 +9,10 @@ import torch
 import transformers
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.models.length_probes import LengthProbe, ScoreFailure
-from lm_eval_longmem.models.context_length import hard_input_limit, position_limit
-from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, ScoringOutOfMemoryError
-from lm_eval_longmem.models.methods import build_method
+from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
+from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, position_limit
+from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, ScoringOutOfMemoryError
+from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.tasks.forgetting_curve import metrics
 from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, plan_lengths
 from lm_eval_longmem.tasks.forgetting_curve.task import ForgettingCurveTask

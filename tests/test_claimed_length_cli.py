@@ -95,7 +95,7 @@ def test_ruler_generator_runs_at_its_full_length_through_longmem(tiny_model_dir,
 def test_max_length_that_builtin_tasks_see_per_method(tiny_model_dir, method, args, expected):
     """What lm-eval's own tasks are held to (`max_length`): a context-extending method raises it,
     a bounded-memory method takes any length; longer prompts are refused, never cut."""
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     extra = dict(pair.split("=") for pair in args.strip(",").split(",") if pair)
     lm = LongMemLM(pretrained=str(tiny_model_dir), method=method, device="cpu", **extra)

@@ -6,7 +6,7 @@ import pytest
 from test_cli_end_to_end import BIN, run
 
 from lm_eval_longmem.harness import cli_mistakes
-from lm_eval_longmem.models.methods import UnknownMethodError, get_method
+from lm_eval_longmem.models.method_registry import UnknownMethodError, get_method
 from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
 
 

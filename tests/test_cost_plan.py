@@ -1,8 +1,8 @@
-"""The plan and time estimate printed before a run (models/cost_plan.py)."""
+"""The plan and time estimate printed before a run (lm_eval_model/cost_plan.py)."""
 
 import pytest
 
-from lm_eval_longmem.models.cost_plan import (
+from lm_eval_longmem.lm_eval_model.cost_plan import (
     CostPlan,
     announce,
     estimate_seconds,

@@ -12,7 +12,8 @@ import pytest
 from fault_injection import DAMAGES, damage
 from test_task_index_cache import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
-from lm_eval_longmem.models import default_model, request_cache
+from lm_eval_longmem.models.checkpoint import default_model
+from lm_eval_longmem.lm_eval_model import request_cache
 
 from lm_eval_longmem.harness import task_index_cache
 from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST

@@ -215,7 +215,7 @@ def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_f
     from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
     from transformers import AutoTokenizer
 
-    from lm_eval_longmem.models import request_cache
+    from lm_eval_longmem.lm_eval_model import request_cache
 
     from lm_eval_longmem.harness import task_index_cache
     from lm_eval_longmem.data.corpora import load_corpus

@@ -3,7 +3,7 @@
 import pytest
 
 from lm_eval_longmem.data.corpora import CorpusUnavailableError
-from lm_eval_longmem.models.requests import ScoredContinuation, token_ids_of
+from lm_eval_longmem.models.runtime.requests import ScoredContinuation, token_ids_of
 from lm_eval_longmem.tasks.forgetting_curve.protocol import ForgettingCurveConfigError
 from lm_eval_longmem.tasks.forgetting_curve.sequences import copy_sequence, lm_sequence, scored_range
 from lm_eval_longmem.tasks.forgetting_curve.task import ForgettingCurveTask

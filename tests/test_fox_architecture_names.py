@@ -13,7 +13,7 @@ from test_comparison_plots import legend_texts, saved  # noqa: F401 (saved: a fi
 from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
 
 from lm_eval_longmem.cli import main
-from lm_eval_longmem.models.fox_architecture import architecture_arguments
+from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
 from lm_eval_longmem.report.discovery import collect_runs
 from lm_eval_longmem.report.leaderboard import build_leaderboard
 from lm_eval_longmem.harness.run_name import run_folder_name
@@ -58,7 +58,7 @@ def exports(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def results_configs(exports) -> dict[str, dict]:
     """What the wrapper writes into lm-eval's results config for each export."""
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     return {recipe: LongMemLM(pretrained=str(path), device="cpu").get_model_info() for recipe, path in exports.items()}
 

@@ -18,7 +18,7 @@ from lm_eval_longmem.models.fox import (
 )
 from lm_eval_longmem.models.fox.attention import ForgettingAttentionLayer
 from lm_eval_longmem.models.fox.rotary import apply_rotary
-from lm_eval_longmem.models.prefix_reuse_generator import cache_is_croppable
+from lm_eval_longmem.models.runtime.prefix_reuse_generator import cache_is_croppable
 
 TINY = dict(
     vocab_size=97, hidden_size=32, num_hidden_layers=2, num_heads=4, max_position_embeddings=None, eos_token_id=None

@@ -11,8 +11,8 @@ from lm_eval_longmem.models.fox.compatibility import (
     check_method_fits,
 )
 from lm_eval_longmem.models.fox.json_gpt2_tokenizer import json_escape, json_unescape
-from lm_eval_longmem.models.methods import available_methods, build_method, get_method
-from lm_eval_longmem.models.methods.recorded import recorded_method
+from lm_eval_longmem.models.method_registry import available_methods, build_method, get_method
+from lm_eval_longmem.models.method_framework.recorded import recorded_method
 
 
 @pytest.fixture(scope="module")

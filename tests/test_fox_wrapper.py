@@ -18,7 +18,7 @@ def tiny_fox_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fox_lm(tiny_fox_dir):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     return LongMemLM(pretrained=str(tiny_fox_dir), device="cpu")
 
@@ -81,14 +81,14 @@ def test_generation_with_prefix_reuse_equals_fresh_greedy_decoding(fox_lm):
 @pytest.mark.parametrize("method, message", [("yarn", "FoX has no RoPE"), ("statedclm", "Use method=fox"),
                                              ("vanilla", "Use method=fox")])
 def test_methods_that_do_not_apply_to_fox_are_refused(tiny_fox_dir, method, message):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     with pytest.raises(ArchitectureMismatchError, match=message):
         LongMemLM(pretrained=str(tiny_fox_dir), method=method, device="cpu")
 
 
 def test_method_fox_on_a_llama_says_fox_is_an_architecture(tiny_model_dir):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     with pytest.raises(ArchitectureMismatchError, match="FoX is an architecture"):
         LongMemLM(pretrained=str(tiny_model_dir), method="fox", device="cpu")
@@ -96,7 +96,7 @@ def test_method_fox_on_a_llama_says_fox_is_an_architecture(tiny_model_dir):
 
 def test_an_official_checkpoint_offline_fails_fast_with_the_fix():
     from lm_eval_longmem.common.hub import HubUnavailableError
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     started = time.monotonic()
     with pytest.raises(HubUnavailableError) as err:

@@ -37,9 +37,9 @@ from test_cli_end_to_end import BIN
 
 from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.methods import DEFAULT_METHOD, MethodArgumentError, available_methods
-from lm_eval_longmem.models.methods.arguments import parse_args
-from lm_eval_longmem.models.methods.resolution import resolve_method
+from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, MethodArgumentError, available_methods
+from lm_eval_longmem.models.method_framework.arguments import parse_args
+from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values
 from lm_eval_longmem.sweep.plan import plan_runs
 from lm_eval_longmem.tasks import registry

@@ -4,10 +4,10 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError
-from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator, common_prefix_length
-from lm_eval_longmem.models.requests import TokenText
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError
+from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator, common_prefix_length
+from lm_eval_longmem.models.runtime.requests import TokenText
 
 GREEDY = {"until": [], "max_gen_toks": 6, "do_sample": False}
 SHARED = "the king of the sea and the old ship were in the house at night and the river was dark"

@@ -18,10 +18,10 @@ from lm_eval_longmem.models.compressive_memory import (
     save_infini_checkpoint,
 )
 from lm_eval_longmem.models.compressive_memory.checkpoint import IncompleteCheckpointError, gates_of
-from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.llama_decoder import Decoder, UnsupportedArchitectureError
-from lm_eval_longmem.models.methods import MethodArgumentError, build_method
-from lm_eval_longmem.models.scoring import ScoredSpan
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder, UnsupportedArchitectureError
+from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 from tiny_models import tiny_of_family, token_ids
 
 SEGMENT = 16
@@ -245,7 +245,7 @@ def test_multi_query_and_multi_head_models():
 
 # --- wrapper, checkpoint, errors ---------------------------------------------------------------
 def test_untrained_gates_are_announced_once(tiny_model_dir, caplog):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     with caplog.at_level(logging.WARNING):
         lm = LongMemLM(pretrained=str(tiny_model_dir), method="infini", segment_length=SEGMENT, device="cpu")
@@ -256,7 +256,7 @@ def test_untrained_gates_are_announced_once(tiny_model_dir, caplog):
 
 
 def test_checkpoint_round_trip(tiny_model_dir, tmp_path):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     method = infini(model, update="delta")

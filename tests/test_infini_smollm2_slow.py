@@ -13,8 +13,8 @@ pytestmark = pytest.mark.slow
 def test_smollm2_first_segment_is_the_base_model_and_bf16_memory_stays_finite():
     from transformers import AutoModelForCausalLM
 
-    from lm_eval_longmem.models.default_model import default_model_dir
-    from lm_eval_longmem.models.methods import build_method
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+    from lm_eval_longmem.models.method_registry import build_method
 
     ids = torch.randint(100, 40000, (8 * 64,), generator=torch.Generator().manual_seed(0)).tolist()
     for dtype in (torch.float32, torch.bfloat16):

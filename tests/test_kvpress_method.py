@@ -22,8 +22,8 @@ import torch
 from conftest import build_tiny_model, requires_kvpress
 
 from lm_eval_longmem.models.methods import kvpress as kvpress_method
-from lm_eval_longmem.models.methods.arguments import MethodArgumentError
-from lm_eval_longmem.models.methods.resolution import resolve_method
+from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
+from lm_eval_longmem.models.method_registry.resolution import resolve_method
 
 EOS = 2
 
@@ -109,7 +109,7 @@ def test_unknown_argument_of_a_known_press_is_refused_by_the_wrapper_listing_the
     resolved = resolve_method({"method": "kvpress", "press": "snapkv", "windw_size": "8"})
     assert resolved.other_args == {"windw_size": "8"} and resolved.args.window_size == 64
     # ... which refuses it with the press's own arguments listed, before any weights load.
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     with pytest.raises(ValueError) as err:
         LongMemLM(pretrained=str(model_dir), method="kvpress", press="snapkv", windw_size="8", device="cpu")
@@ -183,7 +183,7 @@ RATIO_ZERO = ["snapkv", "knorm", "streamingllm", "tova"]
 @requires_kvpress
 @pytest.mark.parametrize("press", RATIO_ZERO)
 def test_ratio_zero_scores_as_the_wrappers_own_scorer(model, press):
-    from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+    from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 
     lengths, targets = [150, 110, 180], [20, 7, 33]
     rows = [token_ids(model, n, seed=10 + i) for i, n in enumerate(lengths)]
@@ -207,8 +207,8 @@ def test_ratio_zero_scores_as_the_wrappers_own_scorer(model, press):
 @requires_kvpress
 @pytest.mark.parametrize("press", RATIO_ZERO)
 def test_ratio_zero_generates_as_vanilla(model, tokenizer, press):
-    from lm_eval_longmem.models.generation import GenerationRequest
-    from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
+    from lm_eval_longmem.models.runtime.generation import GenerationRequest
+    from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator
 
     built = method(press=press, compression_ratio=0)
     assert built.make_generator(model, tokenizer) is not None
@@ -302,7 +302,7 @@ def test_streamingllm_press_keeps_the_same_entries_as_ours_at_other_positions(mo
 
     from lm_eval_longmem.models.bounded_cache import BoundedCacheRunner
     from lm_eval_longmem.models.kv_presses.pressed_sequence import PressedSequence
-    from lm_eval_longmem.models.llama_decoder import Decoder, rotate
+    from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate
 
     n, budget, sinks, ratio = 80, 20, 4, 0.75
     assert int(n * (1 - ratio)) == budget and model.config.vocab_size - 4 > n  # n + 1 distinct tokens
@@ -372,7 +372,7 @@ def test_streamingllm_press_keeps_the_same_entries_as_ours_at_other_positions(mo
 def test_context_shorter_than_the_press_window_is_one_message(model):
     from lm_eval_longmem.errors import LongMemError
     from lm_eval_longmem.models.kv_presses.pressed_sequence import PressRefusedError
-    from lm_eval_longmem.models.scoring import ScoredSpan
+    from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 
     built = method(press="snapkv", compression_ratio=0.5, window_size=64)
     row = token_ids(model, 30, seed=3)

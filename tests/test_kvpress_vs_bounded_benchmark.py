@@ -48,7 +48,7 @@ def test_press_prefill_is_the_context_less_its_last_token(bench):
 @pytest.mark.parametrize("budget", [24, 63, 96, 127, 192, 255, 1024])
 @pytest.mark.parametrize("method", ["statedclm", "streamingllm", "longcache"])
 def test_bounded_settings_are_accepted_by_the_methods(bench, method, budget):
-    from lm_eval_longmem.models.methods import build_method
+    from lm_eval_longmem.models.method_registry import build_method
 
     settings = bench.bounded_settings(method, budget)
     assert settings["max_context_length"] == budget

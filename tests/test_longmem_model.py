@@ -4,9 +4,9 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError, resolve_device
-from lm_eval_longmem.models.methods import UnknownMethodError
-from lm_eval_longmem.models.requests import TokenText
+from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError, resolve_device
+from lm_eval_longmem.models.method_registry import UnknownMethodError
+from lm_eval_longmem.models.runtime.requests import TokenText
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""`--model_args` become a method in one place (models/methods/resolution.py): `method=`, else the
+"""`--model_args` become a method in one place (models/method_registry/resolution.py): `method=`, else the
 method the checkpoint records, else `vanilla`; explicit method arguments over recorded ones."""
 
 import json
 
 import pytest
 
-from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError
-from lm_eval_longmem.models.methods.resolution import check_method_arguments, resolve_method
+from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError
+from lm_eval_longmem.models.method_registry.resolution import check_method_arguments, resolve_method
 
 
 @pytest.fixture

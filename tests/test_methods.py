@@ -5,15 +5,8 @@ from typing import Literal, Optional
 
 import pytest
 
-from lm_eval_longmem.models.methods import (
-    MethodArgumentError,
-    UnknownMethodError,
-    available_methods,
-    build_method,
-    get_method,
-    split_method_args,
-)
-from lm_eval_longmem.models.methods import base
+from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError, available_methods, build_method, get_method, split_method_args
+from lm_eval_longmem.models.method_framework import base
 from lm_eval_longmem.models.methods.vanilla import Vanilla
 
 
@@ -61,7 +54,7 @@ def test_bad_values_name_the_argument_and_type(toy_method, raw):
 
 
 def test_types_read_as_written_in_the_listing_and_in_errors(toy_method):
-    from lm_eval_longmem.models.methods import method_listing
+    from lm_eval_longmem.models.method_registry import method_listing
 
     listing = method_listing("toy_for_tests")
     assert "cap: int | None = None" in listing and "mode: 'a' | 'b' = 'a'" in listing and "NoneType" not in listing

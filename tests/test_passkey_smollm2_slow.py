@@ -33,7 +33,7 @@ def test_smollm2_passkey_accuracy_is_high_at_short_lengths():
 def test_smollm2_prefix_reuse_gives_the_same_answers():
     from lm_eval.api.instance import Instance
 
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     lm = LongMemLM(device="cpu")
     shots = "".join(f"Question: What is item {i} ?\nType: {'Number' if i % 3 else 'Definition'}\n" for i in range(60))

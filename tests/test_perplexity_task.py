@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.data.corpora import CorpusUnavailableError
-from lm_eval_longmem.models.requests import ScoredContinuation, token_ids_of
+from lm_eval_longmem.models.runtime.requests import ScoredContinuation, token_ids_of
 from lm_eval_longmem.tasks.perplexity import metrics
 from lm_eval_longmem.tasks.perplexity.protocol import PerplexityConfigError, book_windows, halving_grid
 from lm_eval_longmem.tasks.perplexity.task import PerplexityTask
@@ -73,7 +73,7 @@ def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_fil
     """Through the wrapper's loglikelihood (the path every task uses) vs the model's own logits.
     With a budget of 24 StreamingLLM evicts, so it is held to its own per-token losses only.
     The 160-token window reads past the 128-token context (a length probe; RoPE runs on)."""
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     task = make_task(tiny_model_dir, corpus_file, extra_metadata=method_args, lengths=[40, 80, 160], windows=2, bins=4)
     lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **{k: v for k, v in method_args.items()})
@@ -134,7 +134,7 @@ def test_models_without_token_losses_get_perplexity_and_an_empty_curve(tiny_mode
 
 
 def test_failed_and_cut_lengths_are_reported_not_dropped(tiny_model_dir, corpus_file):
-    from lm_eval_longmem.models.length_probes import ScoreFailure
+    from lm_eval_longmem.models.runtime.length_probes import ScoreFailure
 
     task = make_task(tiny_model_dir, corpus_file, lengths=[16, 200], windows=1)
     short, long = sorted(task.test_docs(), key=lambda d: d["length"])
@@ -214,7 +214,7 @@ EVERY_KIND = [
 def test_every_kind_of_method_gives_perplexity_and_a_curve(method, args, tiny_model_dir, corpus_file, tmp_path_factory):
     """Segment recurrence, cache compression, recall, HF's dynamic RoPE and the FoX architecture
     all answer the task's requests with per-token losses, at a length past the base context."""
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     if method == "fox":
         from fox_fixtures import build_tiny_fox

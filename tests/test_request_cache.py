@@ -14,9 +14,9 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import CachingLM, hash_args
 from lm_eval.models.huggingface import HFLM
 
-from lm_eval_longmem.models.longmem import LongMemLM
-from lm_eval_longmem.models import request_cache
-from lm_eval_longmem.models.request_cache import bound_cache_path
+from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+from lm_eval_longmem.lm_eval_model import request_cache
+from lm_eval_longmem.lm_eval_model.request_cache import bound_cache_path
 
 REQUEST = Instance("loglikelihood", {}, ("the sea and the ship were old", " gold"), 0)
 SENTINEL = (-12345.0, True)

@@ -3,7 +3,7 @@
 import json
 import pickle
 
-from lm_eval_longmem.models.requests import ScoredContinuation, TokenText, token_ids_of
+from lm_eval_longmem.models.runtime.requests import ScoredContinuation, TokenText, token_ids_of
 
 
 def test_token_text_is_a_string_with_ids():

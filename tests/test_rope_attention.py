@@ -293,7 +293,7 @@ def test_left_padded_batch_generation_equals_single_rows(tiny_model_dir):
     ],
 )
 def test_max_length_is_raised(tiny_model_dir, args, expected):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **args)
     assert lm.max_length == expected
@@ -302,8 +302,8 @@ def test_max_length_is_raised(tiny_model_dir, args, expected):
 def test_checkpoint_records_its_method(tiny_model_dir, tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
-    from lm_eval_longmem.models.longmem import LongMemLM
-    from lm_eval_longmem.models.method_record import record_method
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+    from lm_eval_longmem.models.checkpoint.method_record import record_method
 
     import shutil
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoConfig
 
-from lm_eval_longmem.models.methods import build_method
+from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.models.rope.frequencies import dynamic_ntk_factor
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError
 from rope_helpers import load_with_method, token_ids
@@ -110,7 +110,7 @@ def test_longrope_needs_the_checkpoints_factors(tiny_model_dir):
 
 
 def test_factor_and_target_length_are_exclusive():
-    from lm_eval_longmem.models.methods import MethodArgumentError
+    from lm_eval_longmem.models.method_registry import MethodArgumentError
 
     with pytest.raises(MethodArgumentError, match="not both"):
         build_method("yarn", {"factor": "2", "target_length": "512"})

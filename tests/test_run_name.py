@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from lm_eval_longmem.models.methods import UnknownMethodError
-from lm_eval_longmem.models.methods.arguments import MethodArgumentError
+from lm_eval_longmem.models.method_registry import UnknownMethodError
+from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
 from lm_eval_longmem.harness.registration import register_run_names
 from lm_eval_longmem.harness.run_name import run_folder_name
 

@@ -6,7 +6,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from transformers import AutoModelForCausalLM, LlamaForCausalLM
 
-from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 
 REQUESTS = [
     ("the king of the sea", " had a ship and a house"),
@@ -33,7 +33,7 @@ def _manual(model, ids, start, targets):
 
 
 def test_matches_lm_evals_full_logits_path(tiny_model_dir, hflm):
-    from lm_eval_longmem.models.longmem import LongMemLM
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
     ours = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", batch_size=2)
     expected = hflm.loglikelihood(_instances())

@@ -11,7 +11,7 @@ from test_cli_end_to_end import BIN, run
 from test_cli_errors import assert_one_message
 
 from lm_eval_longmem.cli import sweep as sweep_cli
-from lm_eval_longmem.models.methods import UnknownMethodError
+from lm_eval_longmem.models.method_registry import UnknownMethodError
 from lm_eval_longmem.sweep import example_files
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file
 from lm_eval_longmem.sweep.execute import failure_reason, summary

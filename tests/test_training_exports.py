@@ -11,7 +11,7 @@ import pytest
 import torch
 from training_helpers import run_recipe
 
-from lm_eval_longmem.models.methods.recorded import read_recorded_method
+from lm_eval_longmem.models.method_framework.recorded import read_recorded_method
 from lm_eval_longmem.harness.run_name import run_folder_name
 
 BIN = Path(sys.executable).parent

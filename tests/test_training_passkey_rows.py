@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from lm_eval_longmem.models.default_model import default_model_dir
+from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 from lm_eval_longmem_training.data.packing import pack_documents
 from lm_eval_longmem_training.data.text_sources import open_text_source
 from lm_eval_longmem_training.errors import TrainingError

@@ -18,7 +18,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.models.methods.arguments import _type_name
+from lm_eval_longmem.models.method_framework.arguments import _type_name
 from lm_eval_longmem.common.suggestions import did_you_mean
 from lm_eval_longmem.common.typed_values import coerce, show_value
 from .errors import TrainingError

@@ -12,7 +12,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("name", nargs="?", default=None, help="show only this method")
     args = parser.parse_args(argv)
 
-    from lm_eval_longmem.models.methods import method_listing
+    from lm_eval_longmem.models.method_registry import method_listing
 
     listing = method_listing(args.name)  # an unknown name fails before anything is printed
     print("Methods for --model longmem (--model_args method=NAME,arg=value,...):")

@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
 def task_listing(only: str | None = None) -> str:
     """Each task with its summary, its options (as `methods` lists a method's arguments) and
     the datasets it may need (with the option that replaces each by a local copy)."""
-    from lm_eval_longmem.models.methods.arguments import describe_fields
+    from lm_eval_longmem.models.method_framework.arguments import describe_fields
     from lm_eval_longmem.tasks import registry
 
     declarations = registry.declarations() if only is None else (_find(only),)

@@ -22,7 +22,7 @@ def fill_default_tokenizer(args) -> bool:
         return False  # a form we do not parse here: left exactly as the user wrote it
     if "pretrained" in model_args or "tokenizer" in model_args or "tokenizer" in (metadata or {}):
         return False
-    from lm_eval_longmem.models.default_model import default_model_dir
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     args.metadata = {**(metadata or {}), "tokenizer": str(default_model_dir())}
     return True

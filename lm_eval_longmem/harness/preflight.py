@@ -103,7 +103,7 @@ def check_method_arguments(model_args: dict) -> None:
     """An unknown method or a bad method argument fails here, before lm-eval indexes its tasks;
     anything else (say, a `pretrained` path that is not there) is left for the model load to
     report as it always has."""
-    from lm_eval_longmem.models.methods.resolution import check_method_arguments as check
+    from lm_eval_longmem.models.method_registry.resolution import check_method_arguments as check
 
     check(model_args)
 

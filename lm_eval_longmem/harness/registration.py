@@ -17,7 +17,7 @@ from lm_eval_longmem.harness.run_arguments import MODEL_NAME
 
 logger = logging.getLogger(__name__)
 
-MODEL_TARGET = "lm_eval_longmem.models.longmem:LongMemLM"
+MODEL_TARGET = "lm_eval_longmem.lm_eval_model.longmem:LongMemLM"
 ENTRY_POINT_GROUPS = ("lm_eval.models", "lm_eval.tasks")
 _WRAPPED_MARKER = "__lm_eval_longmem_wrapped__"
 

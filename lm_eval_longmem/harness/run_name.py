@@ -57,7 +57,7 @@ def run_folder_name(model_args: str | dict[str, Any] | None) -> str:
     Raises the wrapper's own errors for an unknown method or a bad method argument, so a sweep
     can check every run before starting the first.
     """
-    from lm_eval_longmem.models.methods.resolution import resolve_method
+    from lm_eval_longmem.models.method_registry.resolution import resolve_method
 
     args = parse_model_args(model_args)
     resolved = resolve_method(args)
@@ -93,15 +93,15 @@ def checkpoint_architecture(method: str, pretrained, args: dict[str, Any]) -> di
     and any switch that differs from it); {} for every other method."""
     if method != "fox" or pretrained is None:
         return {}
-    from lm_eval_longmem.models.fox_architecture import architecture_arguments
-    from lm_eval_longmem.models.methods.recorded import checkpoint_config
+    from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
+    from lm_eval_longmem.models.method_framework.recorded import checkpoint_config
 
     return architecture_arguments(checkpoint_config(pretrained, args))
 
 
 def model_label(args: dict[str, Any]) -> str:
     """Short, safe name of the model a run loads (see the module docstring)."""
-    from lm_eval_longmem.models.default_model import DEFAULT_MODEL_NAME
+    from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME
 
     pretrained = args.get("pretrained")
     label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(str(pretrained))

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.models.fox_architecture import architecture_arguments
+from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
 from lm_eval_longmem.harness.run_name import GENERIC_LEAF
 
 # `--model_args` that place or batch the model without changing what it computes.

@@ -4,7 +4,7 @@ lm-eval builds tasks apart from the model, passing `--model_args` merged with `-
 them. Tasks that build token-level inputs resolve the model the same way `LongMemLM` does:
 `tokenizer=` or `pretrained=` (or, with neither, our embedded default), `method=` with its
 arguments (or the method a checkpoint records), and an explicit `max_length=`. The lengths are
-those of `models/context_length.py`; `bounded_memory` is the method's (`LongMemMethod`), the
+those of `models/checkpoint/context_length.py`; `bounded_memory` is the method's (`LongMemMethod`), the
 one place tasks learn that a method reads documents of any length.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lm_eval_longmem.common.hub import loading_from_hub
-from lm_eval_longmem.models.methods import DEFAULT_METHOD, LongMemMethod, available_methods
-from lm_eval_longmem.models.methods.resolution import resolve_method
+from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, LongMemMethod, available_methods
+from lm_eval_longmem.models.method_registry.resolution import resolve_method
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ModelView:
 
 
 def model_view(metadata: dict[str, Any]) -> ModelView:
-    from lm_eval_longmem.models.context_length import (
+    from lm_eval_longmem.models.checkpoint.context_length import (
         default_sizing_length,
         hard_input_limit,
         has_relative_positions,
@@ -59,7 +59,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
 
     source = metadata.get("tokenizer") or metadata.get("pretrained")
     if not isinstance(source, str) or not source:
-        from lm_eval_longmem.models.default_model import default_model_dir
+        from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
         source = str(default_model_dir())
     config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source

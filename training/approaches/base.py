@@ -52,9 +52,9 @@ def build_method(recipe: Recipe):
     """The recipe's long-memory method (None when it names none), with its arguments checked."""
     if not recipe.method:
         return None
-    from lm_eval_longmem.models.methods import MethodArgumentError, UnknownMethodError, get_method
-    from lm_eval_longmem.models.methods import build_method as build
-    from lm_eval_longmem.models.methods.arguments import field_names
+    from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError, get_method
+    from lm_eval_longmem.models.method_registry import build_method as build
+    from lm_eval_longmem.models.method_framework.arguments import field_names
     from lm_eval_longmem.common.suggestions import did_you_mean
 
     try:
@@ -71,7 +71,7 @@ def build_method(recipe: Recipe):
 
 def base_model_source(recipe: Recipe) -> str:
     if recipe.model == "default":
-        from lm_eval_longmem.models.default_model import DefaultModelMissingError, default_model_dir
+        from lm_eval_longmem.models.checkpoint.default_model import DefaultModelMissingError, default_model_dir
 
         try:
             return str(default_model_dir())
@@ -150,7 +150,7 @@ def recorded_args(method) -> dict[str, Any]:
 def save_recorded_checkpoint(model, tokenizer, directory: Path, method, run_record: dict, state_dict=None) -> None:
     """save_pretrained + tokenizer, the config naming the method (so `pretrained=<dir>` applies
     it) and the run (recipe, data, steps)."""
-    from lm_eval_longmem.models.method_record import record_method
+    from lm_eval_longmem.models.checkpoint.method_record import record_method
 
     config = model.config
     if method is not None:

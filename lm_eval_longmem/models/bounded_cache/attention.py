@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.models.llama_decoder import rotate
+from lm_eval_longmem.models.runtime.llama_decoder import rotate
 
 
 def logit_bias(log_counts: torch.Tensor, chunk_len: int, dtype: torch.dtype) -> torch.Tensor:

@@ -9,9 +9,9 @@ import torch
 
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.llama_decoder import Decoder
-from lm_eval_longmem.models.stepwise_decoding import TokenPicker, decode_tokens
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.stepwise_decoding import TokenPicker, decode_tokens
 
 
 class BoundedCacheGenerator:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lm_eval_longmem.models.llama_decoder import rotate
+from lm_eval_longmem.models.runtime.llama_decoder import rotate
 
 
 @dataclass

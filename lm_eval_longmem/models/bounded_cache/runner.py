@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from lm_eval_longmem.models.bounded_cache.attention import attend
-from lm_eval_longmem.models.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
 

@@ -83,7 +83,7 @@ def save_infini_checkpoint(model, directory, args: Any, tokenizer=None) -> Path:
     `infini_gates`; `args`: the method's arguments (the `InfiniArgs` dataclass or a dict)."""
     from safetensors.torch import save_file
 
-    from lm_eval_longmem.models.method_record import record_method
+    from lm_eval_longmem.models.checkpoint.method_record import record_method
 
     if hasattr(model, "merge_and_unload"):  # PEFT: ship plain weights, adapters folded in
         gates = gates_of(model) or gates_of(model.get_base_model())

@@ -29,7 +29,7 @@ from lm_eval_longmem.models.bounded_cache.attention import attend
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.compressive_memory.gates import MemoryGates
 from lm_eval_longmem.models.compressive_memory.memory import CompressiveMemory, UpdateRule
-from lm_eval_longmem.models.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 class SegmentRecurrence:

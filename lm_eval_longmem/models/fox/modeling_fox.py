@@ -22,7 +22,7 @@ from transformers.cache_utils import Cache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
-from ..cache_argument import CACHE_FIELD  # forward takes both names; outputs use the installed version's
+from ..runtime.cache_argument import CACHE_FIELD  # forward takes both names; outputs use the installed version's
 from .attention import ForgettingAttentionLayer
 from .cache_fox import ForgettingTransformerCache, as_fox_cache
 from .configuration_fox import ForgettingTransformerConfig, TransformerBaselineConfig

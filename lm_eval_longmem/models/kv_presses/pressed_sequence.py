@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import torch
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.cache_argument import cache_argument
+from lm_eval_longmem.models.runtime.cache_argument import cache_argument
 
 
 class PressRefusedError(LongMemError, ValueError):

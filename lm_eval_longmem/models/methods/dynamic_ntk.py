@@ -21,7 +21,7 @@ import dataclasses
 from typing import Literal
 
 from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
 from lm_eval_longmem.models.rope.rotation import rotary_embeddings, the_rotary_embedding

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lm_eval_longmem.models.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.checkpoint.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 
 # The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the
 # Transformer baselines), recorded in the results so runs of different variants are told apart.

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Infini(LongMemMethod):
     def prepare_model(self, model):
         from lm_eval_longmem.models.compressive_memory import load_gates
         from lm_eval_longmem.models.compressive_memory.checkpoint import GATES_FILE, IncompleteCheckpointError
-        from lm_eval_longmem.models.llama_decoder import Decoder
+        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
         decoder = Decoder(model, WHO)  # refuses unsupported architectures now, not mid-evaluation
         self._check_segment_fits(model.config)
@@ -91,7 +91,7 @@ class Infini(LongMemMethod):
     def _sequence_factory(self, model):
         from lm_eval_longmem.models.compressive_memory import SegmentRecurrence
         from lm_eval_longmem.models.compressive_memory.checkpoint import gates_of
-        from lm_eval_longmem.models.llama_decoder import Decoder
+        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
         if gates_of(model) is None:
             self.prepare_model(model)
@@ -100,8 +100,8 @@ class Infini(LongMemMethod):
         return lambda: SegmentRecurrence(decoder, gates, args.segment_length, args.update, read_memory=args.read_memory)
 
     def _check_segment_fits(self, config) -> None:
-        from lm_eval_longmem.models.context_length import training_length
-        from lm_eval_longmem.models.methods.arguments import MethodArgumentError
+        from lm_eval_longmem.models.checkpoint.context_length import training_length
+        from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
 
         base = training_length(config)
         if self.args.segment_length > base:

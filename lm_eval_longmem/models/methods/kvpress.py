@@ -21,8 +21,8 @@ from typing import Any
 
 from lm_eval_longmem.common.suggestions import did_you_mean
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.methods.arguments import MethodArgumentError, describe_fields
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError, describe_fields
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ length handling as the others."""
 
 import dataclasses
 
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 
 

@@ -9,7 +9,7 @@ import dataclasses
 
 from lm_eval_longmem.models.attention.install import install
 from lm_eval_longmem.models.attention.lm_infinite import LMInfiniteRule
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 
 
 @dataclasses.dataclass(frozen=True)

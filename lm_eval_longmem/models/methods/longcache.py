@@ -26,7 +26,7 @@ import torch
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
-from lm_eval_longmem.models.methods.bounded_cache_base import BoundedCacheMethod
+from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 
 
 @dataclass(frozen=True)

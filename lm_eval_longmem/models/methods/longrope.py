@@ -5,7 +5,7 @@ config, so there is nothing to choose here: the method checks the checkpoint has
 lets transformers' native `longrope` rope type apply them; the context length is the
 checkpoint's max_position_embeddings."""
 
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError, rope_parameters
 
 

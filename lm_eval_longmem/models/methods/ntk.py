@@ -4,7 +4,7 @@ alpha_j = kappa^(-2j/d) with kappa = t^(d/(d-2)): the highest frequency is kept 
 is divided by t, as PI would. transformers has no static NTK type (its `dynamic` is another
 formula), so this uses our registered rope type `longmem_ntk`."""
 
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 from lm_eval_longmem.models.rope.rope_types import STATIC_NTK
 

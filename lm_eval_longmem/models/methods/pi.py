@@ -2,7 +2,7 @@
 
 transformers' native `linear` rope type does exactly this, so the method only sets it."""
 
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 
 

@@ -9,7 +9,7 @@ import dataclasses
 
 from lm_eval_longmem.models.attention.install import install
 from lm_eval_longmem.models.attention.self_extend import SelfExtendRule
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.rope.parameters import original_length, rope_parameters
 
 

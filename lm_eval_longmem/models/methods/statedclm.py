@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
-from lm_eval_longmem.models.methods.bounded_cache_base import BoundedCacheMethod
+from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`vanilla`: the model exactly as it was trained — the baseline every method is compared to."""
 
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 
 
 class Vanilla(LongMemMethod):

@@ -9,7 +9,7 @@ code); the study used beta_fast 32, beta_slow 1."""
 
 import dataclasses
 
-from lm_eval_longmem.models.methods.rope_extension_base import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 
 

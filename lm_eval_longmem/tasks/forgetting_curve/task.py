@@ -28,7 +28,7 @@ from lm_eval.api.metrics import mean
 
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_tokens
-from lm_eval_longmem.models.length_probes import LengthProbe, ScoreFailure
+from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.forgetting_curve import metrics
 from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, max_fitting_length, plan_lengths

@@ -30,7 +30,7 @@ from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_documents
-from lm_eval_longmem.models.length_probes import LengthProbe, ScoreFailure
+from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.perplexity import metrics

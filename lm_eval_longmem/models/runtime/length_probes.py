@@ -12,7 +12,7 @@ whole curve. Any other lm-eval model sees an ordinary string.
 
 from __future__ import annotations
 
-from lm_eval_longmem.models.requests import TokenText
+from lm_eval_longmem.models.runtime.requests import TokenText
 
 OUT_OF_MEMORY = "out_of_memory"
 

@@ -4,7 +4,7 @@
     "longmem_method_args": {"factor": 4.0},
 
 Written here, below the methods, because the machinery that saves checkpoints (e.g.
-`compressive_memory/checkpoint.py`) writes them too; `methods/recorded.py` reads them back.
+`compressive_memory/checkpoint.py`) writes them too; `method_framework/recorded.py` reads them back.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class LongMemMethod:
     @classmethod
     def describe_arguments(cls, detailed: bool = False) -> list[str]:
         """Lines for `lm-eval-longmem methods`; `detailed` when this method alone is listed."""
-        from lm_eval_longmem.models.methods.arguments import describe_fields
+        from lm_eval_longmem.models.method_framework.arguments import describe_fields
 
         return describe_fields(cls.Args)
 

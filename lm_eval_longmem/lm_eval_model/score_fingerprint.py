@@ -35,7 +35,7 @@ SOURCE_ARGUMENTS = ("peft", "delta", "tokenizer")
 def score_fingerprint(lm) -> dict[str, Any]:
     """Everything that decides the scores `lm` (a built `LongMemLM`) returns for a request."""
     from lm_eval_longmem import __version__
-    from lm_eval_longmem.models.context_length import hard_input_limit
+    from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit
 
     loading = dict(getattr(lm, "loading_args", {}))
     cache_dir = loading.get("cache_dir")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from lm_eval_longmem.models.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
 
 logger = logging.getLogger(__name__)
 

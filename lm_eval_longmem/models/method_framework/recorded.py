@@ -7,7 +7,7 @@ extended by `training/` records in its config.json
     "longmem_method_args": {"factor": 4.0},
 
 so `--model longmem --model_args pretrained=<dir>` applies the same method without being told
-(the keys and their writer are in `models/method_record.py`; `resolution.py` decides when a
+(the keys and their writer are in `models/checkpoint/method_record.py`; `resolution.py` decides when a
 record is used: when `method=` is left out, with explicit method arguments overriding it).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lm_eval_longmem.models.method_record import ARGS_KEY, METHOD_KEY
+from lm_eval_longmem.models.checkpoint.method_record import ARGS_KEY, METHOD_KEY
 
 HUB_OPTIONS = ("revision", "trust_remote_code", "token", "cache_dir")
 

@@ -20,20 +20,20 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
-from lm_eval_longmem.models import request_cache
-from lm_eval_longmem.models.data_parallel import adopt_launched_processes
-from lm_eval_longmem.models.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.lm_eval_model import request_cache
+from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
+from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
-from lm_eval_longmem.models.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
-from lm_eval_longmem.models import cost_plan
-from lm_eval_longmem.models.context_length import hard_input_limit, training_length, usable_context_length
+from lm_eval_longmem.models.runtime.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
+from lm_eval_longmem.lm_eval_model import cost_plan
+from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
-from lm_eval_longmem.models.generation import GenerationRequest
-from lm_eval_longmem.models.methods.resolution import resolve_method
-from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator
-from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
-from lm_eval_longmem.models.requests import token_ids_of
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.method_registry.resolution import resolve_method
+from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
+from lm_eval_longmem.models.runtime.requests import token_ids_of
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class LongMemLM(HFLM):
         super()._create_model(pretrained, **kwargs)
 
     def _unknown_arguments_message(self, unknown: list[str]) -> str:
-        from lm_eval_longmem.models.methods.arguments import describe_fields
+        from lm_eval_longmem.models.method_framework.arguments import describe_fields
 
         method_fields = describe_fields(type(self.longmem_method.args)) or ["(none)"]
         return (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.rope.parameters import original_length, rope_parameters
 
 DEFAULT_FACTOR = 4.0  # the study's LLaMA-3 (8k) setting: extend 8k -> 32k (Tables 13-14)

@@ -34,7 +34,7 @@ logger = logging.getLogger("lm_eval.longmem.request_cache")
 
 _WRAPPED_MARKER = "__lm_eval_longmem_wrapped__"
 _RANK_TAIL = re.compile(r"(_rank\d+)?(\.db)?$")
-_LONGMEM_MODULE = "lm_eval_longmem.models.longmem"
+_LONGMEM_MODULE = "lm_eval_longmem.lm_eval_model.longmem"
 
 
 def is_longmem(lm) -> bool:
@@ -58,7 +58,7 @@ def own_cache_path(lm, cache_db: str) -> str:
     """The database `lm`'s scores go to and come from: `cache_db` itself for any model but ours."""
     if not is_longmem(lm):
         return cache_db
-    from lm_eval_longmem.models.score_fingerprint import fingerprint_digest, score_fingerprint
+    from lm_eval_longmem.lm_eval_model.score_fingerprint import fingerprint_digest, score_fingerprint
     from lm_eval_longmem.harness.run_name import SEPARATOR, model_label
 
     fingerprint = score_fingerprint(lm)

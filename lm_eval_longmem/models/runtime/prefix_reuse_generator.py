@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import torch
 from lm_eval.models.utils_hf import stop_sequences_criteria
 
-from lm_eval_longmem.models.cache_argument import cache_argument, cache_of
-from lm_eval_longmem.models.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.cache_argument import cache_argument, cache_of
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
 
 
 def cache_is_croppable(cache) -> bool:

@@ -14,8 +14,8 @@ from abc import ABCMeta, abstractmethod
 from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
-from lm_eval_longmem.models.llama_decoder import Decoder
-from lm_eval_longmem.models.methods.base import LongMemMethod
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lm_eval_longmem.models.requests import ScoredContinuation
+from lm_eval_longmem.models.runtime.requests import ScoredContinuation
 
 logger = logging.getLogger(__name__)
 
