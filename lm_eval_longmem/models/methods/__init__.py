@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
+from lm_eval_longmem.common.named_subclasses import import_every_module
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.methods.arguments import (
     MethodArgumentError,
@@ -25,9 +24,7 @@ class UnknownMethodError(LongMemError, ValueError):
 
 def available_methods() -> dict[str, type[LongMemMethod]]:
     """Every method defined in this folder, by name (imports the method files once)."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name not in _INFRASTRUCTURE and not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
+    import_every_module(__name__, __path__, _INFRASTRUCTURE)
     return dict(sorted(registered_methods().items()))
 
 
