@@ -146,7 +146,7 @@ def test_a_recipe_file_is_taken_or_refused_in_one_line(lines, raw, tmp_path_fact
 ])
 def test_what_typed_values_mean(item, value):
     name = item.partition("=")[0].partition(".")[0]
-    recipe = load_recipe("tiny-pi", [item])
+    recipe = load_recipe("tiny-longlora", [item])  # an approach that reads lora_targets
     got = getattr(recipe, name)
     assert (got["factor"] if "." in item.partition("=")[0] else got) == value
 

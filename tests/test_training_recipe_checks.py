@@ -12,6 +12,7 @@ import typing
 
 import pytest
 
+from lm_eval_longmem_training.approaches import approaches_reading
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.key_checks import Range
@@ -40,18 +41,23 @@ def outside(check: Range, annotation) -> list:
     return values
 
 
+def recipe_reading(key: str) -> str:
+    """A tiny recipe whose approach reads `key` (another approach's key is refused)."""
+    return next((f"tiny-{name}" for name in approaches_reading(key)), "tiny-pi")
+
+
 @pytest.mark.parametrize("field", RANGED, ids=[f.name for f in RANGED])
 def test_each_range_is_enforced_at_its_ends(field):
-    check, annotation = field.metadata["check"], HINTS[field.name]
+    check, annotation, recipe = field.metadata["check"], HINTS[field.name], recipe_reading(field.name)
     for value in outside(check, annotation):
         with pytest.raises(TrainingError) as err:
-            load_recipe("tiny-pi", [f"{field.name}={value}"])
+            load_recipe(recipe, [f"{field.name}={value}"])
         message = str(err.value)
         assert message == f"{field.name}={value} on the command line is out of range: expected " \
                           f"{'an integer' if annotation is int else 'a number'} {check}.", message
     for end, is_open in ((check.low, check.low_open), (check.high, check.high_open)):
         if end is not None and not is_open:  # a closed end is allowed
-            assert getattr(load_recipe("tiny-pi", [f"{field.name}={annotation(end)}"]), field.name) == end
+            assert getattr(load_recipe(recipe, [f"{field.name}={annotation(end)}"]), field.name) == end
 
 
 @pytest.mark.parametrize("override, message", [

@@ -38,8 +38,8 @@ def test_infini_recipes_start_the_gates_where_the_method_does():
 
 
 def test_overrides_are_typed_and_reach_mappings():
-    recipe = load_recipe("yarn", ["lr=1e-4", "max_steps=7", "method_args.factor=2", "lora_targets=[q_proj,v_proj]",
-                                  "gradient_checkpointing=false"])
+    recipe = load_recipe("yarn", ["lr=1e-4", "max_steps=7", "method_args.factor=2", "approach=longlora",
+                                  "lora_targets=[q_proj,v_proj]", "gradient_checkpointing=false"])
     assert recipe.lr == 1e-4 and recipe.max_steps == 7 and recipe.method_args["factor"] == 2
     assert recipe.method_args["beta_fast"] == 32.0 and recipe.lora_targets == ("q_proj", "v_proj")
     assert recipe.gradient_checkpointing is False

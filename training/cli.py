@@ -15,12 +15,15 @@ USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
 
 
 def help_text() -> str:
+    from .approaches import available_approaches
     from .recipe_loading import describe_keys, shipped_recipes
 
     recipes = "\n".join(recipe_line(name, summary_of(path)) for name, path in shipped_recipes().items())
+    approaches = "\n".join(recipe_line(name, cls.summary + ".") for name, cls in available_approaches().items())
     return (
         f"RECIPE is a shipped recipe's name or a YAML path; key=value overrides any key\n"
-        f"(method_args.factor=8 sets one method argument).\n\nRecipes:\n{recipes}\n\nKeys:\n{describe_keys()}\n\n"
+        f"(method_args.factor=8 sets one method argument).\n\nRecipes:\n{recipes}\n\n"
+        f"Approaches (approach=NAME):\n{approaches}\n\nKeys:\n{describe_keys()}\n\n"
         "Several processes/GPUs: accelerate launch [--config_file fsdp.yaml] -m lm_eval_longmem_training RECIPE ...\n"
         "(several CPU processes: ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes N ...)"
     )

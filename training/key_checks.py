@@ -1,10 +1,11 @@
 """What a recipe key accepts beyond its type: a range for a number, "not empty" for a text or a
-list. Each check is declared beside its key (`key(..., check=...)` in recipe.py), so that one
-generic pass validates every key before anything loads and `--help` shows the very ranges that
-pass enforces."""
+list, one of a set of names for a text. Each check is declared beside its key (`key(...,
+check=...)` in recipe.py or an approach's `Keys`), so that one generic pass validates every key
+before anything loads and `--help` shows the very ranges that pass enforces."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,23 @@ class NotEmpty:
 
     def __str__(self) -> str:
         return "not empty"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A text that is one of the names `names()` gives, asked when checked: a registry's names
+    (the approaches) are complete only once its folder has been read."""
+
+    names: Callable[[], Iterable[str]]
+
+    def choices(self) -> list[str]:
+        return list(self.names())
+
+    def allows(self, value: Any) -> bool:
+        return value in self.choices()
+
+    def __str__(self) -> str:
+        return f"one of {', '.join(self.choices())}"
 
 
 POSITIVE = Range(0, low_open=True)

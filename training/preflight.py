@@ -1,8 +1,8 @@
 """The folders a run reads and writes, checked before anything loads: a model, tokenizer or data
 named by a local path must exist (a Hub id is left to the loaders, which fail fast offline), and
 output_dir must be a folder this process can write (created if missing), and model_config's
-entries must fit the base model's config. Each failure is one TrainingError naming the key, the
-value and what would work."""
+entries must fit the base model's config (for an approach that starts from one). Each failure is
+one TrainingError naming the key, the value and what would work."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .approaches import get_approach
 from .errors import TrainingError
 from .recipe import Recipe
 
@@ -33,7 +34,7 @@ def check_files(recipe: Recipe) -> None:
             raise TrainingError(f"{key}={value} is a file: a local {key} is a folder (a training run's is "
                                 "<output_dir>/export).")
     check_output_dir(recipe.output_dir)
-    if recipe.model_config and recipe.approach != "from_scratch":  # from_scratch's are checked with the recipe
+    if recipe.model_config and get_approach(recipe.approach).starts_from_base_model:  # else checked with the recipe
         from .approaches.base import check_base_config
 
         check_base_config(recipe)

@@ -1,17 +1,23 @@
 """A training recipe: every key a YAML recipe (or a `key=value` override) may set, with its type,
-its default and what it does. One flat dataclass keeps `--help` and the unknown-key message in
-one place; `section` groups the keys in the listing."""
+its default and what it does. The keys every approach reads are declared here; the keys only one
+approach reads are declared beside it (its `Keys` in approaches/). `recipe_class` merges them all
+into one flat dataclass, `Recipe`, so that recipe files, overrides, `--help`, the unknown-key
+message, the resume fingerprint and the recorded run read one flat set of keys whichever
+approach declares them; `section` groups the keys in the listing."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from typing import Any, Literal
 
+from .approaches import approach_names, available_approaches
 from .key_checks import (
-    AT_LEAST_ONE, BELOW_ONE, NON_NEGATIVE, NOT_EMPTY, POSITIVE, NotEmpty, Range,
+    AT_LEAST_ONE, BELOW_ONE, NON_NEGATIVE, NOT_EMPTY, POSITIVE, OneOf, Range,
 )
+from .recipe_key import key
 
-APPROACHES = ("rope_extension", "longlora", "from_scratch", "infini")
 # Keys that steer a run without changing what it computes: a checkpoint resumes under new values.
 RUN_CONTROL_KEYS = frozenset(
     {"output_dir", "max_steps", "save_every", "keep_checkpoints", "log_every", "log_with", "resume",
@@ -19,23 +25,14 @@ RUN_CONTROL_KEYS = frozenset(
 )
 
 
-def key(default: Any, help: str, section: str, check: Range | NotEmpty | None = None) -> Any:
-    """A recipe key: a dataclass field with its help text, listing section and the values it
-    accepts beyond its type (`check`: a range or "not empty"), which `--help` shows and
-    recipe_loading enforces for every key alike."""
-    metadata = {"help": help, "section": section, "check": check}
-    if isinstance(default, (dict, list)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
-
-
 @dataclasses.dataclass
-class Recipe:
+class SharedKeys:
+    """What is trained, on which data, optimized how: the keys every approach reads (listed first)."""
+
     # --- what is trained ------------------------------------------------------------------
     name: str = key("", "recipe name (default: the YAML file's name); recorded in the export", "model", NOT_EMPTY)
-    approach: Literal["rope_extension", "longlora", "from_scratch", "infini"] = key(
-        "rope_extension", "how the model is trained: full fine-tune of a RoPE-extended model, LongLoRA, "
-        "a model from scratch, or Infini-attention continual pretraining", "model")
+    approach: str = key("rope_extension", "how the model is trained (Approaches above); the keys only one "
+                                          "approach reads are in its own section", "model", OneOf(approach_names))
     model: str = key("default", "base model: a local directory or Hub id; `default` is the embedded SmolLM2-135M",
                      "model", NOT_EMPTY)
     tokenizer: str = key("", "tokenizer (default: the model's)", "model")
@@ -79,22 +76,11 @@ class Recipe:
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = key(
         "auto", "auto: bf16 where the GPU has it, fp16 on other GPUs, fp32 on the CPU", "optimization")
 
-    # --- LongLoRA ------------------------------------------------------------------------
-    lora_r: int = key(8, "LoRA rank", "longlora", AT_LEAST_ONE)
-    lora_alpha: int = key(16, "LoRA alpha", "longlora", AT_LEAST_ONE)
-    lora_dropout: float = key(0.0, "LoRA dropout", "longlora", BELOW_ONE)
-    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters",
-                                        "longlora", NOT_EMPTY)
-    trainable_extras: tuple[str, ...] = key(("embed", "norm"), "parameters trained in full beside LoRA "
-                                                              "(names containing these)", "longlora", NOT_EMPTY)
-    s2_attention: bool = key(True, "shifted sparse attention while training (never in the export)", "longlora")
-    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora",
-                                  Range(0, 1, low_open=True))
 
-    # --- Infini-attention -----------------------------------------------------------------
-    gate_lr: float = key(0.01, "learning rate of the new gates (no weight decay)", "infini", POSITIVE)
+@dataclasses.dataclass
+class RunKeys:
+    """The run folder and how the run goes: keys every approach reads, listed after the approaches' own."""
 
-    # --- the run -------------------------------------------------------------------------
     output_dir: str = key("", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run")
     save_every: int = key(100, "steps between resumable checkpoints; the last step is always saved (0: only "
                                 "the last)", "run",
@@ -108,15 +94,57 @@ class Recipe:
     log_with: str = key("none", "accelerate trackers: none, all, or names (tensorboard,wandb,...)", "run")
     progress_bar: bool = key(True, "tqdm bar with loss and tokens/s (main process)", "run")
 
+
+class RecipeBehaviour:
+    """What a recipe does besides holding its keys (the base of every composed Recipe class)."""
+
     def fingerprint(self) -> dict[str, Any]:
         """The keys that decide the loss trajectory (a checkpoint only resumes under equal ones)."""
         return {k: v for k, v in to_plain(self).items() if k not in RUN_CONTROL_KEYS}
 
 
-def to_plain(recipe: Recipe) -> dict[str, Any]:
+def recipe_class() -> type:
+    """The Recipe dataclass for the approaches registered now: the shared keys, each approach's
+    own keys (approaches by name), then the run's keys. The same class while the approaches are."""
+    return composed_recipe(tuple(cls.Keys for cls in available_approaches().values()))
+
+
+@functools.cache
+def composed_recipe(approach_keys: tuple[type, ...]) -> type:
+    """One flat dataclass of every key in `SharedKeys`, the `approach_keys` dataclasses and `RunKeys`;
+    a key declared twice (other than by inheriting one Keys class from another) is refused."""
+    declared: dict[str, tuple[dataclasses.Field, type]] = {}
+    fields = []
+    for keys in dict.fromkeys((SharedKeys, *approach_keys, RunKeys)):
+        hints = typing.get_type_hints(keys)  # the approaches' annotations are text (postponed evaluation)
+        for field in dataclasses.fields(keys):
+            if field.name in declared:
+                if declared[field.name][0] is field:
+                    continue
+                raise TypeError(f"recipe key {field.name!r} is declared by both {declared[field.name][1].__qualname__} "
+                                f"and {keys.__qualname__}")
+            declared[field.name] = (field, keys)
+            fields.append((field.name, hints[field.name], copied_field(field)))
+    return dataclasses.make_dataclass("Recipe", fields, bases=(RecipeBehaviour,),
+                                      namespace={"__module__": __name__, "__doc__": "A training recipe's keys."})
+
+
+def copied_field(field: dataclasses.Field) -> dataclasses.Field:
+    """A new field with `field`'s default and metadata (a Field belongs to the one class made with it)."""
+    if field.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=field.default_factory, metadata=field.metadata)
+    return dataclasses.field(default=field.default, metadata=field.metadata)
+
+
+# The recipe of the approaches in approaches/: the type other modules name. A class registered
+# later (a test's) is in `recipe_class()`, which recipe loading uses.
+Recipe = recipe_class()
+
+
+def to_plain(recipe) -> dict[str, Any]:
     """JSON/YAML-friendly dict (tuples as lists)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(recipe).items()}
 
 
 def recipe_fields() -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(Recipe)}
+    return {f.name: f for f in dataclasses.fields(recipe_class())}

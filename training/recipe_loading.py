@@ -5,8 +5,9 @@ A recipe is named by its path or by its name among the recipes shipped in `recip
 override's value is read as its key's declared type, never guessed: a text key takes the text
 as typed, a number must read as one in full (`lr=1e-3x` is refused, not taken for 0.001), a
 list is `[a,b]` or `a,b`, and a mapping key takes YAML (`model_config={hidden_size: 64}`) or one
-entry at a time (`method_args.factor=8`). The ranges are the ones declared beside each key in
-recipe.py, checked here for every key alike.
+entry at a time (`method_args.factor=8`). The ranges are the ones declared beside each key (in
+recipe.py, or in the approach that reads it), checked here for every key alike; a key that only
+another approach reads is refused, as it would do nothing.
 """
 
 from __future__ import annotations
@@ -19,20 +20,25 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.models.method_framework.arguments import _type_name
-from lm_eval_longmem.common.suggestions import did_you_mean
+from lm_eval_longmem.common.suggestions import did_you_mean, either
 from lm_eval_longmem.common.typed_values import coerce, show_value
+from .approaches import approaches_reading, get_approach
 from .errors import TrainingError
-from .key_checks import NotEmpty
-from .recipe import Recipe, recipe_fields
+from .key_checks import NotEmpty, OneOf
+from .recipe import Recipe, recipe_class, recipe_fields
 from .recipe_yaml import RecipeYamlError, read_recipe_mapping, read_yaml_value
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 COMMAND_LINE = "on the command line"
 
 
-@functools.lru_cache(maxsize=1)
 def key_types() -> dict[str, Any]:
-    return typing.get_type_hints(Recipe)
+    return type_hints(recipe_class())
+
+
+@functools.cache
+def type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def text_keys() -> frozenset[str]:
@@ -136,7 +142,7 @@ def refuse_unknown_keys(values: dict, where: str) -> None:
 def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]]) -> Recipe:
     """`shown`: each key's value as typed and where it came from, for messages."""
     typed = {name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()}
-    recipe = Recipe(**typed)
+    recipe = recipe_class()(**typed)
     check_recipe(recipe, shown)
     return recipe
 
@@ -157,10 +163,15 @@ def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
         return ""
     if not plain_enough(value, annotation):
         raise TrainingError(f"{name}={text} {where} is not valid: expected {expected_kind(annotation)}.")
+    check = recipe_fields()[name].metadata["check"]
     try:
-        return coerce(value, annotation)
+        typed = coerce(value, annotation)
+        if isinstance(check, OneOf) and not check.allows(typed):
+            raise ValueError(f"expected {check}")
+        return typed
     except (TypeError, ValueError) as err:
-        choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else ()
+        choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else \
+            check.choices() if isinstance(check, OneOf) else ()
         hint = did_you_mean(str(value), choices) if choices else ""
         raise TrainingError(f"{name}={text} {where} is not valid: {err}.{hint}") from None
 
@@ -197,46 +208,59 @@ def expected_kind(annotation: Any) -> str:
 
 
 def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None) -> None:
-    """Every key's declared range, the keys that must agree, and the approach's own demands
-    (method arguments included), all before anything loads; TrainingError names what is wrong."""
+    """Every key's declared range, no key that only another approach reads among those set
+    (`shown`), and the approach's own demands (its keys that must agree, the method and its
+    arguments), all before anything loads; TrainingError names what is wrong."""
     problems = []
-    for field in dataclasses.fields(Recipe):
+    for field in dataclasses.fields(recipe):
         check = field.metadata.get("check")
         value = getattr(recipe, field.name)
         if check is not None and not check.allows(value):
             text, where = (shown or {}).get(field.name, (in_one_line(value), ""))
-            kind = expected_kind(key_types()[field.name])
-            wrong = "is empty: expected " + kind + " that is not empty" if isinstance(check, NotEmpty) else \
-                f"is out of range: expected {kind} {check}"
-            problems.append(f"{field.name}={text}{' ' + where if where else ''} {wrong}")
+            kind = expected_kind(type_hints(type(recipe))[field.name])
+            problems.append(f"{field.name}={text}{' ' + where if where else ''} {what_is_wrong(check, kind)}")
     if problems:
         raise TrainingError("; ".join(problems) + ".")
-    check_consistent(recipe)
-    from .approaches import get_approach
-
+    refuse_keys_of_other_approaches(recipe, shown or {})
     get_approach(recipe.approach).check(recipe)
 
 
-def check_consistent(recipe: Recipe) -> None:
-    if recipe.approach == "longlora" and recipe.s2_attention:
-        group = s2_group_size(recipe)
-        if group < 2 or recipe.seq_len % group:
-            raise TrainingError(
-                f"S2-attention needs seq_len ({recipe.seq_len}) to be a multiple of its group size "
-                f"({group} = s2_group_fraction {recipe.s2_group_fraction} x seq_len) and the group >= 2."
-            )
+def what_is_wrong(check, kind: str) -> str:
+    """How a value fails its key's check, for the message (`kind`: "an integer", "a text", ...)."""
+    if isinstance(check, NotEmpty):
+        return f"is empty: expected {kind} that is not empty"
+    if isinstance(check, OneOf):
+        return f"is not valid: expected {check}"
+    return f"is out of range: expected {kind} {check}"
 
 
-def s2_group_size(recipe: Recipe) -> int:
-    return int(round(recipe.seq_len * recipe.s2_group_fraction))
+def refuse_keys_of_other_approaches(recipe: Recipe, given) -> None:
+    """A key set in the recipe or on the command line that only other approaches read would do
+    nothing: refused, naming the approaches that read it."""
+    own = get_approach(recipe.approach).key_names()
+    by_readers: dict[tuple[str, ...], list[str]] = {}
+    for name in given:
+        readers = approaches_reading(name)
+        if readers and name not in own:
+            by_readers.setdefault(tuple(readers), []).append(name)
+    if not by_readers:
+        return
+    keys = [f"{', '.join(names)} ({'a key' if len(names) == 1 else 'keys'} of approach={either(readers)})"
+            for readers, names in by_readers.items()]
+    them = "it" if sum(len(names) for names in by_readers.values()) == 1 else "them"
+    (first, *more) = by_readers
+    remedy = f"approach={first[0]}" if not more and len(first) == 1 else f"the approach that reads {them}"
+    raise TrainingError(f"approach={recipe.approach} does not read {either(keys, 'and')}: remove {them} or set "
+                        f"{remedy}.")
 
 
 def describe_keys() -> str:
     """Every key with type, range, default and help, grouped by section (for --help)."""
     sections: dict[str, list[str]] = {}
-    for f in dataclasses.fields(Recipe):
+    for f in dataclasses.fields(recipe_class()):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         check = f.metadata.get("check")
-        kind = _type_name(key_types()[f.name]) + (f", {check}" if isinstance(check, NotEmpty) else f" {check}" if check else "")
+        listed = isinstance(check, (NotEmpty, OneOf))  # "str, not empty" but "int >= 1"
+        kind = _type_name(key_types()[f.name]) + (f", {check}" if listed else f" {check}" if check else "")
         sections.setdefault(f.metadata["section"], []).append(f"  {f.name} ({kind}, default {default!r}): {f.metadata['help']}")
     return "\n".join(f"[{section}]\n" + "\n".join(lines) for section, lines in sections.items())

@@ -1,6 +1,15 @@
-"""What every approach provides to the loop: the model to train, its optimizer parameter groups,
-and the export. The shared steps (loading the base model with the method's config edits,
-writing a checkpoint whose config records the method and the run) live here."""
+"""What every approach is: a name, the recipe keys only it reads, its checks of a recipe, and
+what it provides to the loop: the model to train, its optimizer parameter groups, and the
+export. The shared steps (loading the base model with the method's config edits, writing a
+checkpoint whose config records the method and the run) live here.
+
+An approach file subclasses `Approach`, sets `name` and `summary`, declares its own recipe keys
+as a dataclass in `Keys` (fields made with `recipe_key.key`: default, help, section, check) and
+overrides the hooks it needs. Subclasses register themselves by being defined; the package
+imports every module in this folder, so a new approach is one new file (plus its recipes).
+The recipe passed to every hook is a `recipe.Recipe`, the shared keys and every approach's (not
+imported here: recipe.py imports the approaches to merge their keys).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lm_eval_longmem.common.named_subclasses import register_by_name
+
 from ..errors import TrainingError
-from ..recipe import Recipe
 
 TRAINING_RECORD_KEY = "longmem_training"
+_REGISTRY: dict[str, type[Approach]] = {}
+
+
+@dataclass(frozen=True)
+class NoKeys:
+    """The recipe keys of an approach that reads only the shared ones."""
 
 
 @dataclass
@@ -27,17 +43,35 @@ class TrainableModel:
 
 class Approach(abc.ABC):
     name: ClassVar[str]
+    summary: ClassVar[str]  # one line for `lm-eval-longmem train --help`
+    # The recipe keys only this approach reads (a dataclass of `recipe_key.key` fields): merged
+    # into the one flat recipe, listed by --help, refused in a recipe of another approach.
+    Keys: ClassVar[type] = NoKeys
+    # Whether the model trained is the base model (`model=`), so that model_config edits its
+    # config and is checked against it before loading; False where model_config is the whole
+    # architecture of a new model (checked with the recipe, by `check`).
+    starts_from_base_model: ClassVar[bool] = True
 
-    def check(self, recipe: Recipe) -> None:
-        """Refuse, before anything loads, a recipe this approach cannot train (TrainingError).
-        Here: the method's name and arguments."""
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        register_by_name(_REGISTRY, cls, "training approaches", "Keys")  # a class without a name is a base
+
+    @classmethod
+    def key_names(cls) -> frozenset[str]:
+        """The recipe keys this approach reads beyond the shared ones."""
+        return frozenset(f.name for f in dataclasses.fields(cls.Keys))
+
+    def check(self, recipe) -> None:
+        """Refuse, before anything loads, a recipe this approach cannot train (TrainingError): its
+        keys that must agree with each other, what it needs of the method. Here: the method's name
+        and arguments."""
         build_method(recipe)
 
     @abc.abstractmethod
-    def build(self, recipe: Recipe) -> TrainableModel:
+    def build(self, recipe) -> TrainableModel:
         """The model (and tokenizer, method) this approach trains, loaded or built from the recipe."""
 
-    def param_groups(self, trainable: TrainableModel, recipe: Recipe) -> list[dict]:
+    def param_groups(self, trainable: TrainableModel, recipe) -> list[dict]:
         """AdamW parameter groups (default: every trainable parameter, the recipe's lr and decay)."""
         params = [p for p in trainable.model.parameters() if p.requires_grad]
         return [{"params": params, "lr": recipe.lr, "weight_decay": recipe.weight_decay}]
@@ -48,7 +82,11 @@ class Approach(abc.ABC):
         save_recorded_checkpoint(model, trainable.tokenizer, directory, trainable.method, run_record, state_dict)
 
 
-def build_method(recipe: Recipe):
+def registered_approaches() -> dict[str, type[Approach]]:
+    return dict(_REGISTRY)
+
+
+def build_method(recipe):
     """The recipe's long-memory method (None when it names none), with its arguments checked."""
     if not recipe.method:
         return None
@@ -69,7 +107,7 @@ def build_method(recipe: Recipe):
         raise TrainingError(f"recipe method: {err}") from None
 
 
-def base_model_source(recipe: Recipe) -> str:
+def base_model_source(recipe) -> str:
     if recipe.model == "default":
         from lm_eval_longmem.models.checkpoint.default_model import DefaultModelMissingError, default_model_dir
 
@@ -80,7 +118,7 @@ def base_model_source(recipe: Recipe) -> str:
     return recipe.model
 
 
-def check_base_config(recipe: Recipe) -> None:
+def check_base_config(recipe) -> None:
     """The recipe's model_config entries fit the base model's config (read, not the weights)."""
     from transformers import AutoConfig
 
@@ -92,7 +130,7 @@ def check_base_config(recipe: Recipe) -> None:
     check_config_fields(config, recipe.model_config, "the base model's")
 
 
-def load_tokenizer(recipe: Recipe, source: str):
+def load_tokenizer(recipe, source: str):
     from transformers import AutoTokenizer
 
     name = recipe.tokenizer or source
@@ -100,7 +138,7 @@ def load_tokenizer(recipe: Recipe, source: str):
         return AutoTokenizer.from_pretrained(name)
 
 
-def load_pretrained(recipe: Recipe) -> TrainableModel:
+def load_pretrained(recipe) -> TrainableModel:
     """The base model in fp32 with the recipe's config fields and the method's config edits
     applied, as `--model longmem` would load it with that method."""
     from lm_eval_longmem.models.rope.parameters import NotARopeModelError

@@ -17,6 +17,8 @@ from ..errors import TrainingError
 
 class FromScratch(Approach):
     name = "from_scratch"
+    summary = "A new model, randomly initialized, whose whole architecture model_config gives (FoX, the Transformer)"
+    starts_from_base_model = False  # model_config is checked here, against its model type's defaults
 
     def check(self, recipe):
         import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
@@ -63,5 +65,3 @@ class FromScratch(Approach):
             {"params": kept, "lr": recipe.lr, "weight_decay": 0.0},
         ]
 
-
-APPROACH = FromScratch()

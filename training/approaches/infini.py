@@ -2,7 +2,7 @@
 
 The model runs through the plugin's own segment loop (`models/compressive_memory`: local attention
 per segment, a float32 compressive memory across segments, one gate per head), the very code that
-evaluates it, with gradients through the memory across segments. The new gates get their own
+evaluates it, with gradients through the memory across segments (`segmented_causal_lm`). The new gates get their own
 learning rate (`gate_lr`) and no weight decay: Hugging Face's reproduction saw them stay at their
 initial value otherwise. The export is `save_infini_checkpoint`'s (weights + gates file, the
 method's arguments recorded). The paper's passkey fine-tune is a second run from that export
@@ -10,42 +10,23 @@ with `data=passkey` (recipe infini-passkey)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import torch
-import torch.nn.functional as F
-from torch import nn
+from dataclasses import dataclass
 
 from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 from ..errors import TrainingError
+from ..key_checks import POSITIVE
+from ..recipe_key import key
 
 
-class SegmentedCausalLM(nn.Module):
-    """`model(input_ids, labels)` -> `.loss`, each row run segment by segment through the memory."""
-
-    def __init__(self, model, segment_length: int, update: str):
-        super().__init__()
-        self.model = model
-        self.segment_length = segment_length
-        self.update = update
-
-    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
-        from lm_eval_longmem.models.compressive_memory import SegmentRecurrence
-        from lm_eval_longmem.models.compressive_memory.checkpoint import gates_of
-        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
-        from lm_eval_longmem.models.methods.infini import WHO
-
-        decoder, gates = Decoder(self.model, WHO), gates_of(self.model)
-        losses = []
-        for row in input_ids:
-            recurrence = SegmentRecurrence(decoder, gates, self.segment_length, self.update)
-            logits = decoder.logits(recurrence.feed(row.tolist()))
-            losses.append(F.cross_entropy(logits[:-1].float(), row[1:]))
-        return SimpleNamespace(loss=torch.stack(losses).mean())
+@dataclass
+class InfiniKeys:
+    gate_lr: float = key(0.01, "learning rate of the new gates (no weight decay)", "infini", POSITIVE)
 
 
 class InfiniAttention(Approach):
     name = "infini"
+    summary = "Infini-attention continual pretraining through the plugin's own segment loop (method=infini)"
+    Keys = InfiniKeys
 
     def check(self, recipe):
         if recipe.method != "infini":
@@ -60,6 +41,8 @@ class InfiniAttention(Approach):
             )
 
     def build(self, recipe):
+        from ..segmented_causal_lm import SegmentedCausalLM
+
         trainable = load_pretrained(recipe)  # prepare_model attaches the gates (trained ones from an Infini export)
         args = trainable.method.args
         trainable.extras = {"causal_lm": trainable.model}
@@ -80,6 +63,3 @@ class InfiniAttention(Approach):
         causal_lm = model.model
         setattr(causal_lm.config, TRAINING_RECORD_KEY, run_record)
         save_infini_checkpoint(causal_lm, directory, trainable.method.args, trainable.tokenizer)
-
-
-APPROACH = InfiniAttention()

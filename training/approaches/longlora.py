@@ -8,20 +8,45 @@ from the base model."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .base import Approach, load_pretrained, save_recorded_checkpoint
 from ..errors import TrainingError
-from ..recipe_loading import s2_group_size
+from ..key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
+from ..recipe_key import key
 
 ADAPTER_DIR = "adapter"
 EXTRAS_FILE = "trainable_extras.safetensors"
 
 
+@dataclass
+class LongLoRAKeys:
+    lora_r: int = key(8, "LoRA rank", "longlora", AT_LEAST_ONE)
+    lora_alpha: int = key(16, "LoRA alpha", "longlora", AT_LEAST_ONE)
+    lora_dropout: float = key(0.0, "LoRA dropout", "longlora", BELOW_ONE)
+    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters",
+                                        "longlora", NOT_EMPTY)
+    trainable_extras: tuple[str, ...] = key(("embed", "norm"), "parameters trained in full beside LoRA "
+                                                              "(names containing these)", "longlora", NOT_EMPTY)
+    s2_attention: bool = key(True, "shifted sparse attention while training (never in the export)", "longlora")
+    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora",
+                                  Range(0, 1, low_open=True))
+
+
 class LongLoRA(Approach):
     name = "longlora"
+    summary = "LongLoRA: LoRA adapters, embeddings and norms trained in full, shifted sparse attention while training"
+    Keys = LongLoRAKeys
 
     def check(self, recipe):
+        if recipe.s2_attention:
+            group = s2_group_size(recipe)
+            if group < 2 or recipe.seq_len % group:
+                raise TrainingError(
+                    f"S2-attention needs seq_len ({recipe.seq_len}) to be a multiple of its group size "
+                    f"({group} = s2_group_fraction {recipe.s2_group_fraction} x seq_len) and the group >= 2."
+                )
         if not recipe.method:
             raise TrainingError("approach=longlora needs method= (the study extends LongLoRA with pi: method=pi).")
         super().check(recipe)
@@ -60,6 +85,10 @@ class LongLoRA(Approach):
         save_recorded_checkpoint(merged, trainable.tokenizer, directory, trainable.method, run_record)
 
 
+def s2_group_size(recipe) -> int:
+    return int(round(recipe.seq_len * recipe.s2_group_fraction))
+
+
 def unfreeze_extras(model, patterns) -> list[str]:
     """Make parameters whose names contain any pattern trainable (LongLoRA's `embed,norm`)."""
     names = []
@@ -69,5 +98,3 @@ def unfreeze_extras(model, patterns) -> list[str]:
             names.append(name)
     return names
 
-
-APPROACH = LongLoRA()

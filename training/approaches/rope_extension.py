@@ -7,6 +7,7 @@ from ..errors import TrainingError
 
 class RopeExtension(Approach):
     name = "rope_extension"
+    summary = "Full fine-tune of a model whose RoPE the recipe's method (pi, ntk, yarn, ...) extends"
 
     def check(self, recipe):
         if not recipe.method:
@@ -15,6 +16,3 @@ class RopeExtension(Approach):
 
     def build(self, recipe):
         return load_pretrained(recipe)
-
-
-APPROACH = RopeExtension()

@@ -3,13 +3,15 @@
 A method file subclasses `LongMemMethod`, sets `name` and `summary`, declares its
 arguments as a dataclass in `Args` (defaults from its paper, `metadata={"help": ...}`), and
 overrides only the hooks it needs. Subclasses register themselves by being defined; the
-package imports every module in this folder, so a new method is one new file.
+registry imports every module of `models/methods/`, so a new method is one new file there.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, ClassVar
+
+from lm_eval_longmem.common.named_subclasses import register_by_name
 
 _REGISTRY: dict[str, type[LongMemMethod]] = {}
 
@@ -50,14 +52,7 @@ class LongMemMethod:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        name = cls.__dict__.get("name")
-        if name is None:
-            return  # an intermediate base class, not a selectable method
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"Two long-memory methods are named {name!r}: {_REGISTRY[name]} and {cls}")
-        if not dataclasses.is_dataclass(cls.Args):
-            raise TypeError(f"{cls.__name__}.Args must be a dataclass")
-        _REGISTRY[name] = cls
+        register_by_name(_REGISTRY, cls, "long-memory methods", "Args")  # a class without a name is a base
 
     @classmethod
     def arguments_class(cls, raw_args: dict[str, Any]) -> type:

@@ -3,10 +3,9 @@ name; `build_method` parses its arguments."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
+from lm_eval_longmem.common.named_subclasses import import_every_module
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.method_framework.arguments import (
     MethodArgumentError,
@@ -26,9 +25,7 @@ def available_methods() -> dict[str, type[LongMemMethod]]:
     """Every method defined in `models/methods/`, by name (imports the method files once)."""
     from lm_eval_longmem.models import methods
 
-    for module in pkgutil.iter_modules(methods.__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{methods.__name__}.{module.name}")
+    import_every_module(methods.__name__, methods.__path__)
     return dict(sorted(registered_methods().items()))
 
 
