@@ -32,6 +32,14 @@ def test_misspelled_task_is_one_line_with_a_suggestion():
                     "`lm_eval ls tasks` lists all", "this plugin's: forgetting_curve, longmem, longmem_passkey")
 
 
+def test_misspelled_task_with_the_default_model_not_yet_converted(tmp_path):
+    """A first run on a fresh machine: the mistake is reported before the model is converted."""
+    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgeting_curve"], check=False,
+               env_extra={"LM_EVAL_LONGMEM_CACHE": str(tmp_path)})
+    assert_one_line(proc, "Unknown task 'forgeting_curve'. Did you mean forgetting_curve?")
+    assert not any((tmp_path / "models").iterdir())
+
+
 def test_malformed_json_metadata_is_one_line():
     proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve",
                 "--metadata", '{"fc_samples": 3'], check=False)

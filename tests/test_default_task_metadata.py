@@ -2,6 +2,7 @@
 need one (RULER sizes its prompts with it), without overriding a tokenizer the user gave."""
 
 import argparse
+from pathlib import Path
 
 from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 from lm_eval_longmem.harness.default_task_metadata import fill_default_tokenizer
@@ -34,3 +35,14 @@ def test_a_named_model_or_tokenizer_is_left_alone():
         before = dict(vars(args))
         assert not fill_default_tokenizer(args)
         assert vars(args) == before
+
+
+def test_naming_the_tokenizer_converts_nothing(tmp_path, monkeypatch):
+    """A run that stops at a later check (a misspelled task) must not convert the model first."""
+    from lm_eval_longmem.common.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    args = _args()
+    assert fill_default_tokenizer(args)
+    named = Path(args.metadata["tokenizer"])
+    assert named.parent.parent == tmp_path and not named.exists()

@@ -5,6 +5,10 @@ lm-eval merges `--model_args` into every task's metadata, and its synthetic task
 `pretrained=`. `--model longmem` without `pretrained=` evaluates the embedded default model, so
 such a task would stop with "No tokenizer or pretrained provided"; we name the default model's
 own tokenizer for it instead. An explicit `tokenizer=` (in either place) is never replaced.
+
+The folder is named, not converted, here: lm-eval loads the model (which converts it on first
+use) before it builds any task, and a run that stops earlier (a misspelled task, a bad option)
+must not first spend the conversion's time and print its progress bars.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ def fill_default_tokenizer(args) -> bool:
         return False  # a form we do not parse here: left exactly as the user wrote it
     if "pretrained" in model_args or "tokenizer" in model_args or "tokenizer" in (metadata or {}):
         return False
-    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_target
 
-    args.metadata = {**(metadata or {}), "tokenizer": str(default_model_dir())}
+    args.metadata = {**(metadata or {}), "tokenizer": str(default_model_target())}
     return True

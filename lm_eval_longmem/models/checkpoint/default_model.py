@@ -46,10 +46,15 @@ def gguf_path() -> Path:
     return path
 
 
+def default_model_target() -> Path:
+    """Where the converted default model lives, converted or not yet (nothing is converted here)."""
+    return cache_dir("models") / f"{DEFAULT_MODEL_NAME}-v{_CONVERSION_VERSION}"
+
+
 def default_model_dir() -> Path:
     """Directory of the converted default model (converting it on first use, and again if the
     folder has lost or truncated a file since: atomic_files.folder_problem)."""
-    target = cache_dir("models") / f"{DEFAULT_MODEL_NAME}-v{_CONVERSION_VERSION}"
+    target = default_model_target()
     if target in _checked or _conversion_problem(target) is None:
         _checked.add(target)
         return target
