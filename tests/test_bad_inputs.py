@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli_end_to_end import BIN, run
-from test_cli_errors import assert_one_message
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message, started_nothing_heavy
 
 from lm_eval_longmem.harness import preflight, quiet
 from lm_eval_longmem.tasks import registry
@@ -31,11 +31,6 @@ TASKS_DIR = Path(registry.__file__).resolve().parent
 def empty_hub_cache(tmp_path):
     """A Hugging Face home with nothing cached, so "missing offline" does not depend on the machine."""
     return {"HF_HOME": str(tmp_path / "hf_home")}
-
-
-def started_nothing_heavy(proc):
-    """lm-eval logs this when it starts loading the model: a start-up check must come first."""
-    return "Initializing longmem model" not in proc.stderr
 
 
 def test_uncached_hub_model_fails_at_start_up(empty_hub_cache):

@@ -15,7 +15,7 @@ from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.methods import MethodArgumentError, build_method
 from lm_eval_longmem.models.scoring import ScoredSpan, TeacherForcedScorer
-from tiny_models import tiny_of_family, token_ids
+from tests.helpers.tiny_models import tiny_of_family, token_ids
 
 METHODS = ("statedclm", "streamingllm", "longcache")
 SMALL = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli_end_to_end import results_of, run, small_protocol
+from tests.helpers.cli_runs import results_of, run, small_protocol
 
 BIN = Path(sys.executable).parent
 

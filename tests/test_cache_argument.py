@@ -20,7 +20,7 @@ def test_the_name_is_the_one_the_installed_models_declare():
 
 
 def test_generation_with_a_reused_prefix_passes_no_deprecated_cache_argument(tiny_model_dir):
-    from test_generation import request
+    from tests.helpers.generation_requests import request
 
     lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu")
     requests = [request("the sea and the sky", idx=0), request("the sea and the land", idx=1)]

@@ -20,7 +20,7 @@ from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
 from lm_eval_longmem.tasks.topicret.protocol import prepare
 from lm_eval_longmem.data.leval_topicret import TopicDocument
-from data_fixtures import topicret_record, topicret_rows
+from tests.helpers.data_fixtures import topicret_record, topicret_rows
 
 BOUNDED = ["streamingllm", "statedclm", "longcache", "infini"]
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}

@@ -14,7 +14,7 @@
 import json
 
 import pytest
-from test_cli_end_to_end import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run
 
 RULER_VT_LOCAL = """\
 task: ruler_vt_local

@@ -7,17 +7,10 @@ any model loads, are run through the real CLI in test_bad_inputs.py, and the mes
 others are tested where they are raised (test_longmem_model.py, test_fox_wrapper.py, ...)."""
 
 import pytest
-from test_cli_end_to_end import BIN, run
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message
 
 from lm_eval_longmem.errors import LongMemError, concise_excepthook, user_error_in
-
-
-def assert_one_message(proc, *expected):
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert "error:" in proc.stderr
-    for text in expected:
-        assert text in proc.stderr, proc.stderr[-3000:]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ status 2, through the real `lm_eval` and `lm-eval-longmem` commands (each stops 
 imports torch: a second or two); commands lm-eval accepts are untouched."""
 
 import pytest
-from test_cli_end_to_end import BIN, run
+from tests.helpers.cli_runs import BIN, run
 
 from lm_eval_longmem.harness import cli_mistakes
 from lm_eval_longmem.models.methods import UnknownMethodError, get_method

@@ -75,7 +75,7 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
 
 
 def test_the_plan_and_the_estimate_through_the_real_cli(tiny_model_dir, corpus_file):
-    from test_cli_end_to_end import BIN, run, small_protocol
+    from tests.helpers.cli_runs import BIN, run, small_protocol
 
     proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
                 "--tasks", "forgetting_curve", *small_protocol(corpus_file)],

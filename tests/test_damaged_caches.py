@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_injection import DAMAGES, damage
-from test_task_index_cache import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
+from tests.helpers.fault_injection import DAMAGES, damage
+from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
 from lm_eval_longmem.models import default_model, request_cache
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lm_eval_longmem.models.methods import MethodArgumentError, build_method
-from rope_helpers import load_with_method, token_ids
+from tests.helpers.rope_helpers import load_with_method, token_ids
 
 THETA = torch.tensor([1.0, 0.1, 0.01, 0.001], dtype=torch.float64)
 

@@ -12,7 +12,6 @@ The slow test repeats these at many random points and prints the tally.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -22,51 +21,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_injection import cached_requests, damage, kill_when, process_gone
-from test_cli_end_to_end import BIN
-from test_comparison_plots import runs_dir, saved  # noqa: F401 (fixtures)
-from test_leaderboard import table_rows
+from tests.helpers.fault_injection import cached_requests, damage, kill_when, process_gone
+from tests.helpers.fault_scenarios import (
+    curve_results,
+    fake_sweep,
+    private_cache_env,
+    run_to_end,
+    scoring_command,
+    trusted_results_are_whole,
+)
+from tests.helpers.figures import runs_dir, saved  # noqa: F401 (fixtures)
+from tests.helpers.results_files import table_rows
 
 from lm_eval_longmem.cli import main as report_main
-from lm_eval_longmem.sweep.config import build_config
-from lm_eval_longmem.sweep.plan import finished_results, plan_runs, records
+from lm_eval_longmem.sweep.plan import finished_results
 from lm_eval_longmem.sweep.staging import STAGING_DIR
 
-FAKE_LM_EVAL = Path(__file__).with_name("fake_lm_eval.py")
-
 # --- lm_eval --use_cache ---------------------------------------------------------------------------
-
-
-def private_cache_env(root: Path) -> dict:
-    """An environment whose lm-eval-longmem cache is `root`, seeded with the real task index
-    cache when there is one (a cold parse of lm-eval's 14,000 YAMLs costs ~10 s)."""
-    from lm_eval_longmem.harness import task_index_cache
-
-    real = task_index_cache.open_store().cache_file  # this lm-eval install's, in the real cache
-    (root / "task_index").mkdir(parents=True, exist_ok=True)
-    if real.is_file():
-        shutil.copy(real, root / "task_index" / real.name)
-    return {**os.environ, "LM_EVAL_LONGMEM_CACHE": str(root), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-
-
-def scoring_command(model_dir, corpus_file, output: Path, use_cache: Path | None, samples: int = 150) -> list[str]:
-    """900 scoring requests with samples=150: long enough (~2 s) to be killed in the middle."""
-    command = [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={model_dir},method=vanilla",
-               "--tasks", "forgetting_curve", "--device", "cpu", "--metadata", f"fc_corpus={corpus_file}",
-               "fc_max_length=60", "fc_points=3", f"fc_samples={samples}", "fc_seed=3", "--output_path", str(output)]
-    return command + (["--use_cache", str(use_cache)] if use_cache else [])
-
-
-def run_to_end(command: list[str], env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc
-
-
-def curve_results(output: Path) -> dict:
-    """The forgetting curve's metrics of the newest results file under `output`."""
-    newest = max(output.rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
-    return json.loads(newest.read_text())["results"]["forgetting_curve"]
 
 
 def cache_counts(stderr: str) -> tuple[int, int]:
@@ -100,46 +71,6 @@ def test_killed_lm_eval_resumes_from_its_cache_with_an_uninterrupted_runs_number
 
 
 # --- sweep -----------------------------------------------------------------------------------------
-
-SWEEP_DRIVER = """
-import sys
-from lm_eval_longmem.cli import sweep
-from lm_eval_longmem.sweep import execute, plan
-real = plan.lm_eval_command
-execute.lm_eval_command = lambda run, config, **options: [sys.executable, {fake!r}, *real(run, config, **options)[3:]]
-sys.exit(sweep.main([{sweep_file!r}]))
-"""
-
-SWEEP_METHODS = ["vanilla", {"name": "yarn", "args": {"factor": 2}}, {"name": "yarn", "args": {"factor": 4}}]
-
-
-def fake_sweep(tmp_path: Path, methods=SWEEP_METHODS):
-    """(command, env, runs) of a sweep whose runs are fake_lm_eval.py processes."""
-    raw = {"output_path": str(tmp_path / "out"), "tasks": ["forgetting_curve"], "methods": methods,
-           "metadata": {"fc_max_length": 64}}
-    sweep_file = tmp_path / "sweep.json"
-    sweep_file.write_text(json.dumps(raw))
-    runs = plan_runs(build_config(raw))
-    names = {json.dumps(run.model_args, sort_keys=True): run.name for run in runs}
-    env = {**os.environ, "FAKE_LM_EVAL_NAMES": json.dumps(names), "FAKE_LM_EVAL_PID_FILE": str(tmp_path / "child.pid")}
-    command = [sys.executable, "-c", SWEEP_DRIVER.format(fake=str(FAKE_LM_EVAL), sweep_file=str(sweep_file))]
-    return command, env, runs
-
-
-def results_files(output: Path) -> list[Path]:
-    return sorted(p for p in output.rglob("results_*.json") if STAGING_DIR not in p.parts)
-
-
-def trusted_results_are_whole(output: Path, runs) -> bool:
-    """Every results file outside staging parses and records one of the runs."""
-    for path in results_files(output):
-        try:
-            data = json.loads(path.read_text())
-        except ValueError:
-            return False
-        if not any(records(data, run) for run in runs if run.folder == path.parent):
-            return False
-    return True
 
 
 def test_killed_sweep_keeps_finished_runs_and_reruns_the_half_finished_one(tmp_path):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_injection import DAMAGES, FaultTally, cached_requests, damage, kill_when, none_left_mentioning
-from test_cli_end_to_end import BIN
-from test_fault_injection import (
+from tests.helpers.cli_runs import BIN
+from tests.helpers.fault_injection import DAMAGES, FaultTally, cached_requests, damage, kill_when, none_left_mentioning
+from tests.helpers.fault_scenarios import (
     curve_results,
     fake_sweep,
     private_cache_env,
@@ -212,7 +212,7 @@ def test_real_sweep_killed_mid_run_twice(tiny_model_dir, corpus_file, tmp_path, 
 def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_file, tmp_path, monkeypatch, rng, tally, caplog):
     import logging
 
-    from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
+    from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
     from transformers import AutoTokenizer
 
     from lm_eval_longmem.models import request_cache

@@ -1,7 +1,7 @@
 """Figures a reader can read: log-spaced lengths on a log axis (and `--help` says when), copy
 and LM curves both visible where they coincide, passkey panels wrapped into a grid of
 readable cells, and a lower bound written ">L" in every format (text, Markdown, CSV, JSON,
-figure titles). Figures are captured just before they are saved (test_comparison_plots)."""
+figure titles). Figures are captured just before they are saved (tests/helpers/figures.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import io
 import json
 
 import pytest
-from test_comparison_plots import saved  # noqa: F401 (a fixture)
-from test_leaderboard import forgetting_metrics, lm_eval_results, passkey_metrics, write
+from tests.helpers.figures import saved  # noqa: F401 (a fixture)
+from tests.helpers.results_files import forgetting_metrics, lm_eval_results, passkey_metrics, write
 
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.report.figures import DPI, log_spaced

@@ -11,7 +11,7 @@ import warnings
 import pytest
 import torch
 
-from forgetting_attention_cases import Case, assert_all_close, make_inputs, output_and_grads
+from tests.helpers.forgetting_attention_cases import Case, assert_all_close, make_inputs, output_and_grads
 from lm_eval_longmem.kernels.forgetting_attention import (
     biased_attention,
     blocked,

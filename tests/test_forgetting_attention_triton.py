@@ -16,7 +16,7 @@ import sys
 import pytest
 import torch
 
-from forgetting_attention_cases import (
+from tests.helpers.forgetting_attention_cases import (
     Case,
     assert_all_close,
     float64_biased_attention,

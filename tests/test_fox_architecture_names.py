@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fox_fixtures import json_tokenizer
-from test_comparison_plots import legend_texts, saved  # noqa: F401 (saved: a fixture)
-from test_leaderboard import forgetting_metrics, lm_eval_results, table_rows, write
+from tests.helpers.figures import legend_texts, saved  # noqa: F401 (saved: a fixture)
+from tests.helpers.fox_fixtures import json_tokenizer
+from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
 
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.models.fox_architecture import architecture_arguments

@@ -2,7 +2,7 @@
 selection by architecture, and clear errors for methods that do not apply."""
 
 import pytest
-from fox_fixtures import json_tokenizer
+from tests.helpers.fox_fixtures import json_tokenizer
 
 from lm_eval_longmem.models.fox.compatibility import (
     ArchitectureMismatchError,

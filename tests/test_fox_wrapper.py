@@ -5,8 +5,8 @@ import time
 
 import pytest
 import torch
-from fox_fixtures import build_tiny_fox
-from test_cli_end_to_end import BIN, results_of, run, small_protocol
+from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
+from tests.helpers.fox_fixtures import build_tiny_fox
 
 from lm_eval_longmem.models.fox.compatibility import ArchitectureMismatchError
 

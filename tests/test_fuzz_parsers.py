@@ -28,12 +28,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fuzz_inputs import ARBITRARY_TEXT, NEAR_MISSES, read_text, read_value, texts_for, typed_values_for
+from tests.helpers.fuzz_inputs import ARBITRARY_TEXT, NEAR_MISSES, read_text, read_value, texts_for, typed_values_for
 from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 from lm_eval._cli.utils import key_val_to_dict, try_parse_json
 from lm_eval.utils import simple_parse_args_string
-from test_cli_end_to_end import BIN
+from tests.helpers.cli_runs import BIN
 
 from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.errors import LongMemError

@@ -2,14 +2,13 @@
 
 import pytest
 import torch
-from lm_eval.api.instance import Instance
+from tests.helpers.generation_requests import GREEDY, request
 
 from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError
 from lm_eval_longmem.models.prefix_reuse_generator import PrefixReuseGenerator, common_prefix_length
 from lm_eval_longmem.models.requests import TokenText
 
-GREEDY = {"until": [], "max_gen_toks": 6, "do_sample": False}
 SHARED = "the king of the sea and the old ship were in the house at night and the river was dark"
 QUESTIONS = ["who was the king", "what was dark", "the gold stone", "who was the king of the sea", "water"]
 
@@ -22,10 +21,6 @@ def lm(tiny_model_dir):
 @pytest.fixture(scope="module")
 def lm_fresh(tiny_model_dir):
     return LongMemLM(pretrained=str(tiny_model_dir), method="vanilla", device="cpu", reuse_prefix="false")
-
-
-def request(context, gen_kwargs=GREEDY, idx=0):
-    return Instance("generate_until", {}, (context, dict(gen_kwargs)), idx, metadata=("task_x", idx, 1))
 
 
 def prompts():

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import build_tiny_model
-from data_fixtures import PLAUSIBLE_TREC_QUESTIONS, topicret_rows, write_topicret_fixture, write_trec_fixture
+from tests.helpers.tiny_llama import build_tiny_model
 from lm_eval_longmem.tasks import TASKS_DIR
-from test_cli_end_to_end import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run
+from tests.helpers.group_members import member_options
 
 GROUP_YAML = Path(TASKS_DIR) / "longmem" / "longmem.yaml"
 MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret", "longmem_perplexity"]
@@ -23,19 +23,6 @@ MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "long
 def group_model(tmp_path_factory):
     """The tiny Llama with room for a few TREC demonstrations and a TopicRet record."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny_llama_group"), max_position_embeddings=1024)
-
-
-def member_options(corpus_file, data_dir: Path) -> dict[str, list[str]]:
-    """member -> the --metadata it needs on the tiny model offline."""
-    trec = write_trec_fixture(data_dir / "trec", PLAUSIBLE_TREC_QUESTIONS[:56], PLAUSIBLE_TREC_QUESTIONS[56:])
-    topicret = write_topicret_fixture(data_dir / "topic_retrieval_longchat.parquet", topicret_rows(2))
-    return {
-        "forgetting_curve": [f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_samples=2"],
-        "longmem_passkey": ["pk_lengths=[64,96]", "pk_depths=[0,100]", "pk_samples=1"],
-        "longmem_trec_manyshot": [f"trec_data_dir={trec}", "trec_shots=[1,5]", "trec_questions=2"],
-        "longmem_topicret": [f"topicret_data={topicret}"],
-        "longmem_perplexity": [f"ppl_corpus={corpus_file}"],
-    }
 
 
 def member_name(entry) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import lm_eval
 import yaml
-from conftest import build_tiny_model
-from test_cli_end_to_end import BIN, run
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.tiny_llama import build_tiny_model
 
 from lm_eval_longmem.harness_examples import HARNESS_EXAMPLES_DIR
 from lm_eval_longmem.harness.registration import tasks_dir

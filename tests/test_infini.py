@@ -22,7 +22,7 @@ from lm_eval_longmem.models.generation import GenerationRequest
 from lm_eval_longmem.models.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.methods import MethodArgumentError, build_method
 from lm_eval_longmem.models.scoring import ScoredSpan
-from tiny_models import tiny_of_family, token_ids
+from tests.helpers.tiny_models import tiny_of_family, token_ids
 
 SEGMENT = 16
 

@@ -5,7 +5,7 @@ context: nothing is refused, and the results record the method and its arguments
 import sys
 from pathlib import Path
 
-from test_cli_end_to_end import results_of, run
+from tests.helpers.cli_runs import results_of, run
 
 BIN = Path(sys.executable).parent
 INFINI = "method=infini,segment_length=16,update=delta"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_tiny_model
+from tests.helpers.tiny_llama import build_tiny_model
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "infini_passkey_claim.py"
 

@@ -7,8 +7,8 @@ import subprocess
 import threading
 import time
 
-from test_cli_end_to_end import BIN
-from training_helpers import tiny_overrides
+from tests.helpers.cli_runs import BIN
+from tests.helpers.training_helpers import tiny_overrides
 
 
 def interrupt_when(command, ready_text, timeout=120):

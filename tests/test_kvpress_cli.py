@@ -19,8 +19,9 @@ import json
 import sys
 
 import pytest
-from conftest import build_tiny_model, requires_kvpress
-from test_cli_end_to_end import BIN, run
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.markers import requires_kvpress
+from tests.helpers.tiny_llama import build_tiny_model
 
 KVPRESS_INSTALLED = importlib.util.find_spec("kvpress") is not None
 EXTRA_HINT = "pip install 'lm-eval-longmem[kvpress]'"

@@ -19,7 +19,8 @@ import sys
 
 import pytest
 import torch
-from conftest import build_tiny_model, requires_kvpress
+from tests.helpers.markers import requires_kvpress
+from tests.helpers.tiny_llama import build_tiny_model
 
 from lm_eval_longmem.models.methods import kvpress as kvpress_method
 from lm_eval_longmem.models.methods.arguments import MethodArgumentError

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import requires_kvpress
+from tests.helpers.markers import requires_kvpress
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kvpress_vs_bounded.py"
 

@@ -12,10 +12,10 @@ import json
 import re
 
 import pytest
-from conftest import build_tiny_model
-from test_cli_end_to_end import BIN, run
-from test_group import member_options
-from test_leaderboard import table_rows
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.group_members import member_options
+from tests.helpers.results_files import table_rows
+from tests.helpers.tiny_llama import build_tiny_model
 
 from lm_eval_longmem.cli import main
 

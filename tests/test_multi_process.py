@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from test_cli_end_to_end import BIN, run
+from tests.helpers.cli_runs import BIN, run
 
 pytestmark = pytest.mark.slow  # two lm_eval runs, one of them two processes: ~1 min on 2 quiet cores
 

@@ -6,9 +6,9 @@ import argparse
 import time
 
 import pytest
-from test_bad_inputs import started_nothing_heavy
-from test_cli_end_to_end import BIN, run
-from test_cli_errors import assert_one_message
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import started_nothing_heavy
+from tests.helpers.error_messages import assert_one_message
 
 from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.tasks.task_options import TaskOptionError

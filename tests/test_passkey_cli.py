@@ -2,7 +2,7 @@
 
 import json
 
-from test_cli_end_to_end import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run
 
 SMALL = ["--metadata", "pk_lengths=[64,96]", "pk_depths=[0,50,100]", "pk_samples=2", "pk_seed=1"]
 CELLS = {(L, d) for L in (64, 96) for d in (0, 50, 100)}

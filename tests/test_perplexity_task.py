@@ -16,7 +16,7 @@ from lm_eval_longmem.models.requests import ScoredContinuation, token_ids_of
 from lm_eval_longmem.tasks.perplexity import metrics
 from lm_eval_longmem.tasks.perplexity.protocol import PerplexityConfigError, book_windows, halving_grid
 from lm_eval_longmem.tasks.perplexity.task import PerplexityTask
-from test_cli_end_to_end import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run
 
 
 def make_task(tiny_model_dir, corpus_file, extra_metadata=None, **options):
@@ -217,7 +217,7 @@ def test_every_kind_of_method_gives_perplexity_and_a_curve(method, args, tiny_mo
     from lm_eval_longmem.models.longmem import LongMemLM
 
     if method == "fox":
-        from fox_fixtures import build_tiny_fox
+        from tests.helpers.fox_fixtures import build_tiny_fox
 
         pretrained, model_args = str(build_tiny_fox(tmp_path_factory.mktemp("tiny_fox_ppl"))), {}
     else:

@@ -40,7 +40,7 @@ def test_inside_a_checkout_the_same_hash_as_lm_eval_records(tmp_path, monkeypatc
 def test_an_lm_eval_run_outside_a_checkout_prints_no_git_message(tiny_model_dir, corpus_file, tmp_path):
     import os
 
-    from test_cli_end_to_end import BIN, small_protocol
+    from tests.helpers.cli_runs import BIN, small_protocol
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     proc = subprocess.run([os.path.abspath(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import build_tiny_model
+from tests.helpers.tiny_llama import build_tiny_model
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import CachingLM, hash_args
 from lm_eval.models.huggingface import HFLM

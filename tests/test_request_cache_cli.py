@@ -4,7 +4,7 @@ and save them as streamingllm's. Now streamingllm scores every request itself, a
 
 import re
 
-from test_cli_end_to_end import BIN, results_of, run, small_protocol
+from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
 
 STREAMING = "method=streamingllm,max_context_length=128,chunk_size=32"
 

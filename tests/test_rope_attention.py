@@ -13,7 +13,7 @@ from lm_eval_longmem.models.attention.band_attention import band_attention
 from lm_eval_longmem.models.attention.lm_infinite import LMInfiniteRule, lm_infinite_distance
 from lm_eval_longmem.models.attention.part_attention import part_attention
 from lm_eval_longmem.models.attention.self_extend import SelfExtendRule, self_extend_distance
-from rope_helpers import load_with_method, token_ids
+from tests.helpers.rope_helpers import load_with_method, token_ids
 
 # --- position mappings, by hand -------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from transformers import AutoConfig
 from lm_eval_longmem.models.methods import build_method
 from lm_eval_longmem.models.rope.frequencies import dynamic_ntk_factor
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError
-from rope_helpers import load_with_method, token_ids
+from tests.helpers.rope_helpers import load_with_method, token_ids
 
 THETA = torch.tensor([1.0, 0.1, 0.01, 0.001])
 

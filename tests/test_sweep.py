@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_end_to_end import BIN, run
-from test_cli_errors import assert_one_message
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message
 
 from lm_eval_longmem.cli import sweep as sweep_cli
 from lm_eval_longmem.models.methods import UnknownMethodError

@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 import pytest
-from test_leaderboard import lm_eval_results, table_rows, write
+from tests.helpers.results_files import lm_eval_results, table_rows, write
 
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.common import hub

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from data_fixtures import topicret_record, topicret_rows, write_topicret_fixture
+from tests.helpers.data_fixtures import topicret_record, topicret_rows, write_topicret_fixture
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError
 from lm_eval_longmem.data.leval_topicret import TopicDocument, load_topicret
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget

@@ -10,8 +10,8 @@ import shutil
 
 import numpy as np
 import pytest
-from fault_injection import DAMAGES, FaultTally, damage
-from training_helpers import run_recipe
+from tests.helpers.fault_injection import DAMAGES, FaultTally, damage
+from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from training_helpers import run_recipe
+from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem.models.methods.recorded import read_recorded_method
 from lm_eval_longmem.harness.run_name import run_folder_name

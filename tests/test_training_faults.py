@@ -13,11 +13,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from fault_injection import FaultTally
+from tests.helpers.fault_injection import FaultTally
 from safetensors.torch import load_file
-from training_helpers import run_recipe
-from training_kills import (
-    ENV, checkpoint_write, export_write, leftovers, random_trigger, resumed_step, run_until, train_command,
+from tests.helpers.training_helpers import run_recipe
+from tests.helpers.training_kills import (
+    ENV,
+    checkpoint_write,
+    export_write,
+    leftovers,
+    random_trigger,
+    resumed_step,
+    run_until,
+    train_command,
     where_it_landed,
 )
 

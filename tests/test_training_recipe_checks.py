@@ -162,7 +162,7 @@ def test_missing_data_and_a_model_that_is_a_file_fail_before_loading(tiny_model_
 
 def test_a_bad_recipe_under_resume_never_moves_nothing_aside(tiny_model_dir, corpus_file, tmp_path):
     """Checked before the output folder is touched: the earlier run stays where it is."""
-    from training_helpers import run_recipe
+    from tests.helpers.training_helpers import run_recipe
 
     run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=1)
     with pytest.raises(TrainingError, match="factor"):

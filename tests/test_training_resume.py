@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
-from training_helpers import run_recipe
+from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem_training.checkpoints import checkpoint_dirs
 from lm_eval_longmem_training.data.batch_order import BatchOrder
@@ -81,7 +81,7 @@ def test_a_tied_embeddings_model_resumes_exactly_without_the_shared_tensor_notic
     """SmolLM2 ties its input and output embeddings: safetensors keeps one copy at each
     checkpoint (accelerate's 'Removed shared tensor' notice, silenced), and a resumed run still
     follows the uninterrupted one."""
-    from conftest import build_tiny_model
+    from tests.helpers.tiny_llama import build_tiny_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
     untied = build_tiny_model(tmp_path / "untied")

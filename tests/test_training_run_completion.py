@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from training_helpers import run_recipe
+from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem.common.atomic_files import tidy_leftovers
 from lm_eval_longmem_training.checkpoints import checkpoint_dirs

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
-from training_helpers import run_recipe, tiny_overrides
+from tests.helpers.training_helpers import run_recipe, tiny_overrides
 
 from lm_eval_longmem_training.progress import read_metrics
 

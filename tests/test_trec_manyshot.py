@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from data_fixtures import PLAUSIBLE_TREC_QUESTIONS, longbench_label, write_trec_fixture
+from tests.helpers.data_fixtures import PLAUSIBLE_TREC_QUESTIONS, longbench_label, write_trec_fixture
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError
 from lm_eval_longmem.data.trec import COGCOMP_FINE_NAMES, FINE_LABELS, load_manyshot_rows, load_trec
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_tiny_model
-from data_fixtures import PLAUSIBLE_TREC_QUESTIONS, topicret_rows, write_topicret_fixture, write_trec_fixture
-from test_cli_end_to_end import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run
+from tests.helpers.data_fixtures import (
+    PLAUSIBLE_TREC_QUESTIONS,
+    topicret_rows,
+    write_topicret_fixture,
+    write_trec_fixture,
+)
+from tests.helpers.tiny_llama import build_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fault_injection import kill_when
-from training_helpers import tiny_overrides
+from tests.helpers.fault_injection import kill_when
+from tests.helpers.training_helpers import tiny_overrides
 
 CLI = str(Path(sys.executable).parent / "lm-eval-longmem")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}  # its lines land before a kill
