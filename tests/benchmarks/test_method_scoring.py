@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "method_scoring.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "method_scoring.py"
 METHODS = ("vanilla", "pi", "yarn", "dynamic_ntk", "self_extend", "lm_infinite", "streamingllm", "statedclm",
            "longcache", "infini")
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")

@@ -18,7 +18,7 @@ from lm_eval_longmem.report.discovery import collect_runs
 from lm_eval_longmem.report.leaderboard import build_leaderboard
 from lm_eval_longmem.harness.run_name import run_folder_name
 
-RECIPES = Path(__file__).resolve().parents[1] / "training" / "recipes"
+RECIPES = Path(__file__).resolve().parents[2] / "training" / "recipes"
 OFFICIAL = {  # the switches of the released checkpoints, by their names
     "fox-pro": dict(fgate_type="full", use_rope=False, use_output_gate=True, use_output_norm=True, qk_norm=True,
                     use_k_shift=True, use_v_shift=True),

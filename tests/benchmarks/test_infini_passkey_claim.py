@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.helpers.tiny_llama import build_tiny_model
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "infini_passkey_claim.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "infini_passkey_claim.py"
 
 
 def load_script():

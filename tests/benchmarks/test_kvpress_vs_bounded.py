@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.helpers.markers import requires_kvpress
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kvpress_vs_bounded.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kvpress_vs_bounded.py"
 
 
 @pytest.fixture(scope="module")

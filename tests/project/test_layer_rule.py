@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"lm_eval_longmem": REPO / "lm_eval_longmem", "lm_eval_longmem_training": REPO / "training"}
 
 # Lowest first. A module belongs to the layer of the longest prefix that names it.

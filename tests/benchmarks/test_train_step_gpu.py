@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_step_gpu.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "train_step_gpu.py"
 
 
 def load_benchmark():
