@@ -1,4 +1,4 @@
-"""Property-based fuzzing (issue 23) of what users type: `--model_args` for every method,
+"""Property-based fuzzing of what users type: `--model_args` for every method,
 `--metadata` for every task option, and sweep files.
 
 The property, for every generated input: it is either accepted, and then what was parsed is what
@@ -10,8 +10,8 @@ own `key=value` front ends first, as `lm_eval` and the Python API run them); a f
 inputs go through the real commands at the end.
 
 Reproducible: a fixed seed per test (derandomize) and no example database. `pytest
-tests/test_fuzz_parsers.py --hypothesis-show-statistics` prints how many inputs each property
-tried and how they ended (accepted, refused by us, refused by lm-eval's command line).
+tests/common/test_typed_values_fuzz.py --hypothesis-show-statistics` prints how many inputs each
+property tried and how they ended (accepted, refused by us, refused by lm-eval's command line).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from lm_eval_longmem.common.typed_values import coerce
 
 METHODS = available_methods()
 # Methods whose arguments are one fixed dataclass; kvpress's depend on the press it names (its own
-# tests, tests/test_kvpress_method.py, fuzz those in the environment that has kvpress).
+# tests, tests/methods/test_kvpress.py, fuzz those in the environment that has kvpress).
 FIXED_ARGUMENT_METHODS = {name: cls for name, cls in METHODS.items() if "arguments_class" not in vars(cls)}
 # What the wrapper's own signature takes besides the method's arguments (never "unknown").
 WRAPPER_KEYS = {"pretrained", "method", "device", "reuse_prefix"}

@@ -3,8 +3,9 @@ real `lm_eval` and `lm-eval-longmem` commands); LM_EVAL_LONGMEM_DEBUG=1 brings t
 
 Each `lm_eval` run that loads a model costs ~15 s on 2 cores, so the real CLI is run for one error
 raised while the model loads and one raised while a task builds; errors caught at start-up, before
-any model loads, are run through the real CLI in test_bad_inputs.py, and the messages of the
-others are tested where they are raised (test_longmem_model.py, test_fox_wrapper.py, ...)."""
+any model loads, are run through the real CLI in harness/test_preflight.py, and the messages of
+the others are tested where they are raised (lm_eval_model/test_longmem_lm.py,
+lm_eval_model/test_fox_checkpoint.py, ...)."""
 
 import pytest
 from tests.helpers.cli_runs import BIN, run
@@ -19,7 +20,8 @@ from lm_eval_longmem.errors import LongMemError, concise_excepthook, user_error_
         ("method=yarn,facter=2", ["--tasks", "forgetting_curve"], ["Unknown --model_args facter", "factor"]),
         ("method=vanilla", ["--tasks", "longmem_passkey", "--metadata", "pk_lengths=[4096]"], ["length(s) [4096] do not fit"]),
     ],  # the first is raised while the model loads, the second while the task builds (it needs the model's
-    # context length; an option that is malformed or out of range is caught at start-up, test_option_ranges.py)
+    # context length; an option that is malformed or out of range is caught at start-up,
+    # harness/test_preflight_option_ranges.py)
     ids=["misspelled-argument", "length-past-the-model"],
 )
 def test_lm_eval_prints_our_errors_as_one_message(tiny_model_dir, model_args, extra, expected):

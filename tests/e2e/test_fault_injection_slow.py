@@ -4,7 +4,7 @@ moments, a real sweep killed in the middle of two runs, and every cache and resu
 damaged at random offsets. Each test prints its tally (`-s` shows it): faults injected,
 recovered, lost. Seed: FAULT_SEED (default 23).
 
-Run: ./scripts/test.sh --slow tests/test_fault_injection_slow.py -s
+Run: ./scripts/test.sh --slow tests/e2e/test_fault_injection_slow.py -s
 """
 
 from __future__ import annotations

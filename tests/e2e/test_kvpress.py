@@ -1,5 +1,5 @@
 """`method=kvpress` through the real `lm_eval` and `lm-eval-longmem` commands (the method itself:
-test_kvpress_method.py).
+methods/test_kvpress.py).
 
 * without kvpress: one `error:` line naming the extra, before any model loads, no traceback
   (runs in both virtualenvs: in .venv-kvpress the same lm_eval entry point runs with kvpress
@@ -53,9 +53,9 @@ def test_lm_eval_without_kvpress_is_one_error_line_naming_the_extra(model_dir, t
     assert len(errors) == 1, proc.stderr[-3000:]
     assert errors[0].startswith("lm_eval: error: method=kvpress needs NVIDIA's kvpress package") and EXTRA_HINT in errors[0]
     assert "Initializing longmem model" not in proc.stderr  # the start-up check, before the model loads
-    # exit status 1, as every error of ours lm_eval prints as one message (test_cli_errors.py; the
-    # start-up hook's excepthook): a missing package is not a command-line typo, which exit 2 answers
-    # (test_cli_mistakes.py)
+    # exit status 1, as every error of ours lm_eval prints as one message (test_errors_without_traceback.py;
+    # the start-up hook's excepthook): a missing package is not a command-line typo, which exit 2 answers
+    # (test_command_line_mistakes.py)
     assert proc.returncode == 1
 
 

@@ -1,4 +1,5 @@
-"""Issue 15 through the real `lm_eval` command (two runs, ~20 s each on the tiny model):
+"""Inputs past the model's context, through the real `lm_eval` command (two runs, ~20 s each on
+the tiny model):
 
 * a bounded-memory method (streamingllm) on forgetting-curve lengths whose input is past the
   model's whole trained context, with no `max_length=`; per-length sizes and statuses in the

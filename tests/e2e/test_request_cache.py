@@ -1,6 +1,7 @@
-"""Issue 29's report through the real `lm_eval` command: a vanilla run, then streamingllm with the
-same `--use_cache`, used to be served vanilla's scores ("Cached requests: N, Requests remaining: 0")
-and save them as streamingllm's. Now streamingllm scores every request itself, and its rerun resumes."""
+"""Two methods sharing one `--use_cache`, through the real `lm_eval` command: after a vanilla run,
+streamingllm with the same `--use_cache` must not be served vanilla's scores ("Cached requests: N,
+Requests remaining: 0") nor save them as its own; it scores every request itself, and its rerun
+resumes."""
 
 import re
 

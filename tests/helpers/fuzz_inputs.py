@@ -1,5 +1,5 @@
 """What a user might type for a typed option, and what it means: the generators and the reference
-reading behind the fuzz tests (test_fuzz_parsers.py).
+reading behind the fuzz tests (common/test_typed_values_fuzz.py).
 
 The reference reading is written apart from the parsers under test (typed_values.py), so the two
 can disagree. It knows three kinds of input:
@@ -227,7 +227,7 @@ def _read_int_list(text: str) -> Reading | None:
 
 # --- generators ----------------------------------------------------------------------------
 
-# Texts that have broken parsers before, or could: each kind of near miss named in issue 23.
+# Texts that have broken parsers before, or could: each kind of near miss a user may type.
 NEAR_MISSES = (
     "", " ", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e-400", "9" * 40, "9" * 400,
     "-1", "-0", "0", "+5", "1e3", "1e23", "1.5", "2.0", "1024.0", "1_000", "0x10", "0o17", "1e-3x", "10x",

@@ -10,7 +10,7 @@ models/kv_presses/).
 * a context too short for the press is one message.
 
 The CLI runs (plain `lm_eval` with kvpress missing, a scoring and a generation task under a
-press, the leaderboard) are in test_kvpress_cli.py.
+press, the leaderboard) are in e2e/test_kvpress.py.
 """
 
 from __future__ import annotations

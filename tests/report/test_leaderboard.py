@@ -2,7 +2,7 @@
 
 `lm_eval_results` (tests/helpers/results_files.py) builds the JSON a real `lm_eval --model
 longmem|hf ... --output_path` run writes, so these tests need no model;
-test_leaderboard_real_run.py reads a file from a real run.
+e2e/test_report_of_a_real_run.py reads a file from a real run.
 """
 
 from __future__ import annotations

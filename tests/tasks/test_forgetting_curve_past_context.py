@@ -1,6 +1,5 @@
-"""Issue 15, bullets 1-2: the forgetting curve to the claimed length, and bounded-memory methods
-on whole documents. Unit level (no CLI): lengths, statuses, the wrapper's limits, the tasks'
-fit decisions per method."""
+"""The forgetting curve to the claimed length, and bounded-memory methods on whole documents.
+Unit level (no CLI): lengths, statuses, the wrapper's limits, the tasks' fit decisions per method."""
 
 import logging
 

@@ -1,4 +1,4 @@
-"""Slow tier (issue 15): a bounded-memory method reads a forgetting-curve input longer than the
+"""Slow tier: a bounded-memory method reads a forgetting-curve input longer than the
 default model's whole context (SmolLM2-135M, 8192 tokens) with no `max_length=`.
 
 L = 4200 gives copy and LM inputs of 2L + 1 = 8401 tokens. streamingllm runs with the budget of

@@ -1,6 +1,6 @@
 """Resumable runs: a run stopped after a checkpoint and resumed follows the uninterrupted run's
 loss trajectory bit for bit on the CPU; a changed recipe is refused and nothing is lost. (Runs
-killed at any point: test_training_faults.py; damaged checkpoints: test_training_damaged_checkpoints.py.)"""
+killed at any point: test_killed_runs.py; damaged checkpoints: test_damaged_checkpoints.py.)"""
 
 import json
 from pathlib import Path
