@@ -1,7 +1,7 @@
 """Many-shot TREC on the embedded SmolLM2-135M, on hand-written TREC-style FIXTURE questions.
 
 Not the real TREC (this machine cannot reach the Hub): 72 questions written for the tests
-(tests/data_fixtures.py) in CogComp/trec's schema, 56 as the demonstration pool and 16 as test
+(tests/helpers/data_fixtures.py) in CogComp/trec's schema, 56 as the demonstration pool and 16 as test
 questions. It shows the task running end to end on a real model through lm-eval's API, and
 how accuracy moves with the shot count; the numbers are not comparable with the paper's.
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     import lm_eval
 
     import lm_eval_longmem
-    from data_fixtures import PLAUSIBLE_TREC_QUESTIONS, write_trec_fixture
+    from tests.helpers.data_fixtures import PLAUSIBLE_TREC_QUESTIONS, write_trec_fixture
 
     lm_eval_longmem.register()
     model_args = dict(item.split("=", 1) for item in args.model_args.split(",") if item)

@@ -35,7 +35,7 @@ class _SharedTensorNotice(logging.Filter):
     """accelerate says "Removed shared tensor {...} while saving" at every checkpoint of a model
     with tied input/output embeddings (SmolLM2): safetensors stores a shared tensor once. The tie
     is one Parameter, so loading the kept name restores both and a resumed run stays on the same
-    trajectory (tests/test_training_resume.py, tied model). The line only breaks the progress bar."""
+    trajectory (tests/training/test_resume.py, tied model). The line only breaks the progress bar."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Removed shared tensor")

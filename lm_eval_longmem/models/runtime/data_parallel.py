@@ -9,7 +9,7 @@ multi-GPU node.
 
 Every `longmem` method scores and generates each request on its own (bounded caches and
 Infini-attention keep their memory per request; prefix reuse only saves work and gives the
-same answers), so all of them run data-parallel; `tests/test_multi_process.py` holds two
+same answers), so all of them run data-parallel; `tests/e2e/test_multi_process.py` holds two
 processes against one.
 """
 

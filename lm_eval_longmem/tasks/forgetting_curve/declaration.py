@@ -6,7 +6,7 @@ from lm_eval_longmem.data.pg19_dataset import PG19
 from lm_eval_longmem.tasks.declaration import DatasetNeed, Figure, FigureArgument, TaskDeclaration, TaskOptions, option_given
 from lm_eval_longmem.tasks.forgetting_curve.headlines import headlines, memory_length, no_numbers_note
 
-# report.figures.LOG_AXIS_RULE (the report layer is above this one); tests/test_task_registry.py keeps them equal
+# report.figures.LOG_AXIS_RULE (the report layer is above this one); tests/tasks/test_registry.py keeps them equal
 LOG_AXIS_HELP = ("log-scale length axis (default: log when the lengths are log-spaced: they span 8x or more, or each "
                  "is a roughly constant factor > 1.5 above the previous; else linear)")
 

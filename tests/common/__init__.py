@@ -1,0 +1,1 @@
+"""Tests of the shared foundations: atomic files, damaged caches, typed values (fuzzed)."""

@@ -1,0 +1,27 @@
+"""Running the real commands (`lm_eval`, `lm-eval-longmem`) as a user would, offline, and reading
+what they wrote: the console scripts sit beside this interpreter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def run(args, env_extra=None, check=True):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **(env_extra or {})}
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args[0]} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def small_protocol(corpus_file):
+    return ["--metadata", f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_points=3", "fc_samples=2", "fc_seed=3"]
+
+
+def results_of(output_path: Path) -> dict:
+    (path,) = output_path.rglob("results_*.json")
+    return json.loads(path.read_text())

@@ -1,0 +1,1 @@
+"""Tests of each long-memory method, and of the method registry, its typed arguments and resolution."""

@@ -1,0 +1,1 @@
+"""Tests of the report commands: leaderboard and figures."""

@@ -1,0 +1,1 @@
+"""Tests of `lm-eval-longmem sweep`."""

@@ -1,0 +1,1 @@
+"""Tests of the training module: recipes, the loop, resumption, checkpoints, exports, kills."""
