@@ -14,7 +14,7 @@ import pytest
 from lm_eval_longmem.models.method_registry import available_methods
 from lm_eval_longmem.models.method_registry.checkpoint_identity import checkpoint_identity_of
 
-PRO = dict(use_output_gate=True, use_output_norm=True, qk_norm=True, use_k_shift=True, use_v_shift=True)
+PRO = {"use_output_gate": True, "use_output_norm": True, "qk_norm": True, "use_k_shift": True, "use_v_shift": True}
 CONFIGS = {  # config.json dicts of the architectures a method may be asked about
     "fox-pro": {"model_type": "forgetting_transformer-project_fox", "fgate_type": "full", "use_rope": False, **PRO},
     "transformer-llama": {"model_type": "transformer-project_fox"},
@@ -50,7 +50,8 @@ def test_reports_label_every_method_without_importing_torch():
     code = (
         "import json, sys\nfrom pathlib import Path\nfrom lm_eval_longmem.report.runs import describe_run\n"
         f"labels = [describe_run(data, Path()).variant for data in json.loads({json.dumps(results)!r})]\n"
-        "print(json.dumps([labels, sorted(m for m in ('torch', 'transformers', 'numpy', 'lm_eval') if m in sys.modules)]))"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'numpy', 'lm_eval') if m in sys.modules)\n"
+        "print(json.dumps([labels, heavy]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     labels, heavy = json.loads(out)

@@ -15,8 +15,9 @@ import functools
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lm_eval_longmem.models import methods
 from lm_eval_longmem.models.method_framework.base import LongMemMethod, registered_methods
