@@ -16,9 +16,10 @@ in folders like `qdpv68r5`. One rule, used by the lm-eval hook (registration.py)
   `vanilla`).
 * arguments: only those whose parsed value differs from the method's default, sorted, as
   `key-value` (so `factor=4` and `factor=4.0` name the same folder, and factor 4 vs 8 do not mix).
-  A `fox` run is first named by its checkpoint's architecture (fox_architecture.py), so a
-  Transformer baseline trained in the FoX code is `..__fox__architecture-transformer-pro`, never
-  the same name as FoX (`..__fox__architecture-fox-pro`).
+  A method that names its checkpoint (`LongMemMethod.checkpoint_identity`) puts that name first:
+  a `fox` run is named by its checkpoint's architecture (fox_architecture.py), so a Transformer
+  baseline trained in the FoX code is `..__fox__architecture-transformer-pro`, never the same
+  name as FoX (`..__fox__architecture-fox-pro`).
   Characters other than letters, digits, `.`, `_`, `+` and `-` become `-`; a part that is too long or
   lost characters that way is cut and gets an 8-digit hash of the exact values, so names stay
   short, filesystem-safe and distinct.
@@ -62,7 +63,7 @@ def run_folder_name(model_args: str | dict[str, Any] | None) -> str:
     args = parse_model_args(model_args)
     resolved = resolve_method(args)
     pretrained = args.get("pretrained")
-    changed = {**checkpoint_architecture(resolved.name, pretrained, resolved.other_args), **non_default_args(resolved)}
+    changed = {**checkpoint_identity(resolved.name, pretrained, resolved.other_args), **non_default_args(resolved)}
     name = f"{model_label({**resolved.other_args, 'pretrained': pretrained})}{SEPARATOR}{_safe(resolved.name)}"
     if changed:
         name += SEPARATOR + _args_label(changed)
@@ -88,15 +89,16 @@ def non_default_args(resolved) -> dict[str, Any]:
     return dict(sorted(changed.items()))
 
 
-def checkpoint_architecture(method: str, pretrained, args: dict[str, Any]) -> dict[str, Any]:
-    """For `fox`, which runs many architectures as trained: the checkpoint's (`architecture`
-    and any switch that differs from it); {} for every other method."""
-    if method != "fox" or pretrained is None:
+def checkpoint_identity(method: str, pretrained, args: dict[str, Any]) -> dict[str, Any]:
+    """How `method` names the checkpoint it runs (`LongMemMethod.checkpoint_identity`: for `fox`,
+    which runs many architectures as trained, `architecture` and any switch that differs from it);
+    {} for a method that names none, whose checkpoint config is then never read."""
+    if pretrained is None:
         return {}
-    from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
     from lm_eval_longmem.models.method_framework.recorded import checkpoint_config
+    from lm_eval_longmem.models.method_registry.checkpoint_identity import checkpoint_identity_of
 
-    return architecture_arguments(checkpoint_config(pretrained, args))
+    return checkpoint_identity_of(method, lambda: checkpoint_config(pretrained, args))
 
 
 def model_label(args: dict[str, Any]) -> str:

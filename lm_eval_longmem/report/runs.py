@@ -6,10 +6,11 @@ results JSON records `--model_args` as the user typed them and, for `--model lon
 method with all its resolved arguments (`config.longmem_*`, from the wrapper's
 `get_model_info`). The identity uses the resolved values, so `factor=4` and `factor=4.0`
 match; labels show only what the user chose, so a legend reads "yarn (factor=4)" rather
-than every default of the method. The one exception is `fox`, which runs whatever FoX-family
-architecture the checkpoint has: its label names that architecture from the recorded switches
-("fox (architecture=transformer-pro)", fox_architecture.py), so FoX and its Transformer
-baseline never read alike.
+than every default of the method. The exception is a method that names the checkpoint it ran
+(`LongMemMethod.checkpoint_identity`, asked without importing torch): `fox` runs whatever
+FoX-family architecture the checkpoint has, and its label names that architecture from the
+recorded switches ("fox (architecture=transformer-pro)", fox_architecture.py), so FoX and its
+Transformer baseline never read alike.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
 from lm_eval_longmem.harness.run_name import GENERIC_LEAF
+from lm_eval_longmem.models.method_registry.checkpoint_identity import checkpoint_identity_of
 
 # `--model_args` that place or batch the model without changing what it computes.
 PLACEMENT_ARGS = frozenset(
@@ -89,8 +90,8 @@ def describe_run(data: dict[str, Any], source: Path) -> RunInfo:
     )
     method = str(config.get("longmem_method") or config.get("model") or "hf")
     method_args = config.get("longmem_method_args") or {}
-    architecture = architecture_arguments(method_args) if method == "fox" else {}
-    chosen = {key: _text(value) for key, value in {**architecture, **model_args}.items() if key not in PLACEMENT_ARGS}
+    checkpoint = checkpoint_identity_of(method, lambda: method_args)
+    chosen = {key: _text(value) for key, value in {**checkpoint, **model_args}.items() if key not in PLACEMENT_ARGS}
     resolved = dict(chosen)
     resolved.update({key: _text(value) for key, value in method_args.items()})
     identity = (model, method, json.dumps(resolved, sort_keys=True))

@@ -9,12 +9,17 @@ import pytest
 import torch
 from transformers import AutoConfig
 
-from lm_eval_longmem.models.method_registry import build_method
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod
+from lm_eval_longmem.models.method_registry import available_methods, build_method
 from lm_eval_longmem.models.rope.frequencies import dynamic_ntk_factor
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError
 from tests.helpers.rope_helpers import load_with_method, token_ids
 
 THETA = torch.tensor([1.0, 0.1, 0.01, 0.001])
+# Read from the methods, so that a new one is checked without editing this file: the methods that
+# rewrite RoPE, and among them the family that extends it to a target length.
+ROPE_METHODS = [name for name, cls in available_methods().items() if cls.rewrites_rope]
+EXTENSION_METHODS = [name for name, cls in available_methods().items() if issubclass(cls, RopeExtensionMethod)]
 
 
 def inv_freq(model) -> torch.Tensor:
@@ -88,15 +93,15 @@ def test_yarn_ramp_and_temperature(tiny_model_dir):
     assert model.model.rotary_emb.attention_scaling == pytest.approx(0.1 * math.log(t) + 1)
 
 
-def test_methods_keep_rope_theta(tiny_model_dir):
-    for method in ("pi", "ntk", "dynamic_ntk", "yarn", "llama3"):
-        config = AutoConfig.from_pretrained(tiny_model_dir)
-        config.rope_parameters["rope_theta"] = 500000.0
-        build_method(method, {}).prepare_config(config)
-        assert config.rope_parameters["rope_theta"] == 500000.0, method
+@pytest.mark.parametrize("method", EXTENSION_METHODS)
+def test_methods_keep_rope_theta(tiny_model_dir, method):
+    config = AutoConfig.from_pretrained(tiny_model_dir)
+    config.rope_parameters["rope_theta"] = 500000.0
+    build_method(method, {}).prepare_config(config)
+    assert config.rope_parameters["rope_theta"] == 500000.0
 
 
-@pytest.mark.parametrize("method", ["pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "lm_infinite"])
+@pytest.mark.parametrize("method", ROPE_METHODS)
 def test_rope_methods_refuse_models_without_rope(method):
     from transformers import GPT2Config
 

@@ -13,11 +13,13 @@ from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
-from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
+from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.method_registry import MethodArgumentError, available_methods, build_method
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 from tests.helpers.tiny_models import tiny_of_family, token_ids
 
-METHODS = ("statedclm", "streamingllm", "longcache")
+# The bounded-cache family, read from the methods so that a new member is checked without editing this file.
+METHODS = tuple(name for name, cls in available_methods().items() if issubclass(cls, BoundedCacheMethod))
 SMALL = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 
 
@@ -257,7 +259,7 @@ def test_longcache_defaults_are_the_authors_and_share_the_budget():
     assert (args.top_k, args.span_size, args.sink_length, args.chunk_size) == (4, 32, 32, 512)
     # half the budget for the local window: (4096/2 - 32) // 32 = 63 spans of 32 tokens
     assert args.top_k_prime == 63 and args.recalled_tokens == 2016 and args.local_window == 2048
-    for name in ("statedclm", "streamingllm", "longcache"):
+    for name in METHODS:
         assert build_method(name, {}).args.max_context_length == 4096
     small = build_method("longcache", {"max_context_length": 512, "chunk_size": 128}).args
     assert (small.top_k_prime, small.local_window) == (7, 256)
@@ -281,7 +283,7 @@ def test_budget_arguments_are_validated():
         build_method("statedclm", {"sigma": 0})
 
 
-@pytest.mark.parametrize("name", ["streamingllm", "statedclm", "longcache"])
+@pytest.mark.parametrize("name", METHODS)
 @pytest.mark.parametrize("budget", [40, 256, 500])
 def test_a_budget_that_cannot_work_names_arguments_that_do(name, budget):
     """max_context_length must exceed sink_length + chunk_size; the message's chunk_size (the largest

@@ -11,8 +11,16 @@ from lm_eval_longmem.models.fox.compatibility import (
     check_method_fits,
 )
 from lm_eval_longmem.models.fox.json_gpt2_tokenizer import json_escape, json_unescape
-from lm_eval_longmem.models.method_registry import available_methods, build_method, get_method
+from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.method_framework.recorded import recorded_method
+from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod
+from lm_eval_longmem.models.method_registry import available_methods, build_method, get_method
+
+# What each method says it needs of the architecture, read from the methods themselves, so that a
+# new method is checked against FoX without editing this file.
+ROPE_METHODS = [name for name, cls in available_methods().items() if cls.rewrites_rope]
+OTHER_METHODS = [name for name, cls in available_methods().items()
+                 if not cls.rewrites_rope and not cls.needs_fox_checkpoint]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +84,7 @@ def test_method_fox_on_another_architecture_says_how_to_get_a_checkpoint():
     assert "zhixuan-lin/fox-pro-760m-longcrawl64-48b" in message and "fox.yaml" in message
 
 
-@pytest.mark.parametrize("method", ["yarn", "pi", "self_extend", "lm_infinite"])
+@pytest.mark.parametrize("method", ROPE_METHODS)
 def test_rope_methods_on_fox_say_fox_has_no_rope(method):
     method = get_method(method)
     with pytest.raises(ArchitectureMismatchError, match="FoX has no RoPE"):
@@ -85,7 +93,7 @@ def test_rope_methods_on_fox_say_fox_has_no_rope(method):
         check_method_fits({"model_type": FOX_MODEL_TYPE, "use_rope": True}, method)
 
 
-@pytest.mark.parametrize("method", ["statedclm", "streamingllm", "vanilla"])
+@pytest.mark.parametrize("method", OTHER_METHODS)
 def test_other_methods_on_fox_point_to_method_fox(method):
     method = get_method(method)
     with pytest.raises(ArchitectureMismatchError, match="Use method=fox"):
@@ -93,12 +101,23 @@ def test_other_methods_on_fox_point_to_method_fox(method):
     check_method_fits({"model_type": "llama"}, method)  # and leave other models alone
 
 
-def test_each_method_says_what_it_needs_of_the_architecture():
-    methods = available_methods()
-    assert {name for name, cls in methods.items() if cls.rewrites_rope} == {
-        "pi", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "lm_infinite"}
-    assert {name for name, cls in methods.items() if cls.needs_fox_checkpoint} == {"fox"}
-    assert {name for name, cls in methods.items() if cls.leaves_model_as_trained} == {"fox", "vanilla"}
+@pytest.mark.parametrize("method", list(available_methods()))
+def test_what_each_method_says_it_needs_of_the_architecture_holds_together(method):
+    """The properties combine as check_method_fits assumes: a method that needs a FoX checkpoint
+    runs it as trained; one that rewrites RoPE changes the model; the families set theirs.
+    (tests/methods/test_method_matrix.py checks what the methods do: a method that leaves the
+    model as trained scores as the checkpoint's own forward, every other one changes the scores.)"""
+    cls = available_methods()[method]
+    assert not (cls.rewrites_rope and cls.leaves_model_as_trained)
+    assert not cls.needs_fox_checkpoint or (cls.leaves_model_as_trained and not cls.rewrites_rope)
+    assert not issubclass(cls, RopeExtensionMethod) or cls.rewrites_rope
+    assert not issubclass(cls, BoundedCacheMethod) or (cls.bounded_memory and not cls.rewrites_rope)
+
+
+def test_the_method_a_fox_checkpoint_selects_is_the_one_that_needs_it():
+    needing = [name for name, cls in available_methods().items() if cls.needs_fox_checkpoint]
+    assert needing == [recorded_method({"model_type": FOX_MODEL_TYPE})[0]]
+    assert ROPE_METHODS and OTHER_METHODS  # the parametrized checks above have methods to check
 
 
 def test_the_check_takes_a_built_method_as_well_as_its_class():

@@ -11,7 +11,7 @@ from lm_eval.api.instance import Instance
 from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, position_limit
 from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, ScoringOutOfMemoryError
-from lm_eval_longmem.models.method_registry import build_method
+from lm_eval_longmem.models.method_registry import available_methods, build_method
 from lm_eval_longmem.tasks.forgetting_curve import metrics
 from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, plan_lengths
 from lm_eval_longmem.tasks.forgetting_curve.task import ForgettingCurveTask
@@ -21,7 +21,7 @@ from lm_eval_longmem.tasks.topicret.protocol import prepare
 from lm_eval_longmem.data.leval_topicret import TopicDocument
 from tests.helpers.data_fixtures import topicret_record, topicret_rows
 
-BOUNDED = ["streamingllm", "statedclm", "longcache", "infini"]
+BOUNDED = [name for name, cls in available_methods().items() if cls.bounded_memory]  # read from the methods
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 SMALL_ARGS = {"streamingllm": BUDGET, "statedclm": BUDGET, "longcache": {},  # its defaults (the budget is only parsed here)
               "infini": {"segment_length": 16}}
@@ -169,7 +169,7 @@ def test_out_of_memory_on_a_probe_is_a_failed_score_not_a_crash(tiny_vanilla, mo
 # --- bounded memory: one property, read by every task -------------------------------------
 @pytest.mark.parametrize("method", BOUNDED)
 def test_bounded_memory_methods_take_any_length_and_size_grids_by_the_base(tiny_model_dir, method):
-    view = model_view({"pretrained": str(tiny_model_dir), "method": method, **SMALL_ARGS[method]})
+    view = model_view({"pretrained": str(tiny_model_dir), "method": method, **SMALL_ARGS.get(method, {})})
     assert view.bounded_memory and view.context_length >= 1 << 20 and view.sizing_length == 128
     assert view.hard_input_limit is None
     assert not model_view({"pretrained": str(tiny_model_dir), "method": "vanilla"}).bounded_memory

@@ -68,6 +68,18 @@ class LongMemMethod:
 
         return describe_fields(cls.Args)
 
+    @classmethod
+    def checkpoint_identity(cls, config) -> dict[str, Any]:
+        """How this method names the checkpoint it runs, beside its arguments, in run-folder names and
+        report labels; {} when its name and arguments say it all. A method that runs whatever
+        architecture a checkpoint has (`fox`) names that architecture here, so that a Transformer
+        baseline never reads as FoX. `config`: the checkpoint's config (an object or a config.json
+        dict) or, in reports, the arguments the method recorded in a results file (`describe()`).
+
+        Reports ask it without importing torch (`method_registry/checkpoint_identity.py`): a method
+        that overrides it keeps its module free of heavy imports."""
+        return {}
+
     def __init__(self, args: Any = None):
         self.args = args if args is not None else self.Args()
 

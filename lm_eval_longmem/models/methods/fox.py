@@ -5,8 +5,9 @@ f_t = sigmoid(w_f . x_t + b_f) down-weights attention logits by sum_{l=j+1..i} l
 part of the trained weights. This method only checks that the checkpoint is FoX-family and
 records which FoX it is: its switches and their name (`architecture=fox-pro`,
 `transformer-pro`, ..., see fox_architecture.py), so that a Transformer baseline trained in the
-FoX code never reads as FoX. A FoX checkpoint selects this method by itself when `method=` is
-left out.
+FoX code never reads as FoX (`checkpoint_identity`). A FoX checkpoint selects this method by
+itself when `method=` is left out. Reports ask for the architecture without torch, so this
+module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class ForgettingTransformer(LongMemMethod):
     def __init__(self, args=None):
         super().__init__(args)
         self.architecture: dict[str, Any] = {}
+
+    @classmethod
+    def checkpoint_identity(cls, config) -> dict[str, Any]:
+        """The checkpoint's FoX-family architecture by name (`architecture=transformer-pro`, ...)
+        and any switch that differs from it: from a config or from the switches `describe()` records."""
+        return architecture_arguments(config)
 
     def prepare_config(self, config) -> None:
         # The wrapper has already checked that the checkpoint is FoX-family (`check_method_fits`).

@@ -1,0 +1,172 @@
+"""Every method through `LongMemLM` on a tiny model, built as lm-eval builds it, one row each (as
+kvpress's shared press matrix): a new method is covered by adding its row to TINY_ARGUMENTS.
+
+A row holds arguments small enough that the method really acts on an input of 44 tokens: bounded
+caches of 24 entries compress it, Infini-attention reads three segments, Self-Extend groups and
+LM-Infinite masks past 16 tokens, dynamic NTK rescales past an original length of 32, the RoPE
+formulas double a 128-token context. Per method:
+
+* scoring: a loglikelihood request is finite and <= 0; a method that leaves the model as trained
+  (`leaves_model_as_trained`) scores as the checkpoint's own forward;
+* generation: a few greedy tokens come back as a string;
+* the results file: it records the method and its arguments as given, as JSON;
+* bfloat16: the request scores within 0.05 nats per token of float32 (measured: under 0.001 here).
+
+The checkpoint is the session's tiny Llama (context 128), a tiny FoX for a method that needs a
+FoX checkpoint, or the one OWN_CHECKPOINT names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+import torch
+from conftest import requires_kvpress
+from fox_fixtures import build_tiny_fox
+from lm_eval.api.instance import Instance
+
+from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+from lm_eval_longmem.models.method_registry import available_methods
+
+BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
+TINY_ARGUMENTS: dict[str, dict] = {
+    "vanilla": {},
+    "pi": {"factor": 2},
+    "ntk": {"factor": 2},
+    "yarn": {"factor": 2},
+    "llama3": {"factor": 2},
+    "dynamic_ntk": {"original_length": 32},  # frozen: the input (44) is longer than C = 32, so the base moves
+    "longrope": {},  # the checkpoint's own factors (OWN_CHECKPOINT), long ones past its original 32 tokens
+    "self_extend": {"window": 16, "group": 2},
+    "lm_infinite": {"global_tokens": 2, "local_window": 16},
+    "statedclm": BUDGET,
+    "streamingllm": BUDGET,
+    "longcache": {**BUDGET, "top_k_prime": 3, "span_size": 2},
+    "infini": {"segment_length": 16},
+    "fox": {},  # runs the tiny FoX checkpoint as trained
+    "kvpress": {"press": "knorm", "compression_ratio": 0.5},
+}
+# A method that needs a checkpoint of its own besides FoX: the fixture that builds it.
+OWN_CHECKPOINT = {"longrope": "tiny_longrope_dir"}
+# A method documented to score as vanilla on its checkpoint with its row, and why.
+SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}
+MARKS = {"kvpress": requires_kvpress}
+
+CONTEXT = ("the old king said to the young man that the ship was on the sea at night and the river ran dark "
+           "by the stone house where the light of the gold was like water in his hand and they had")
+CONTINUATION = " all been as one"
+GREEDY = {"until": ["\n\n"], "max_gen_toks": 4, "do_sample": False}
+BF16_NATS_PER_TOKEN = 0.05
+# Log-likelihoods of CONTINUATION (about -18 on the random tiny models): one computation in another
+# order differs by ~1e-6; each row moves vanilla's by 2e-4 or more.
+SAME, CHANGED = 1e-5, 5e-5
+
+
+@pytest.fixture(scope="module")
+def tiny_fox_dir(tmp_path_factory):
+    return build_tiny_fox(tmp_path_factory.mktemp("matrix_fox"))
+
+
+@pytest.fixture(scope="module")
+def tiny_longrope_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny Llama with LongRoPE factors in its config, as a Phi-3 checkpoint ships them:
+    trained to 32 tokens, extended to its 128 (factor 4); short factors 1, long ones rising."""
+    directory = tmp_path_factory.mktemp("matrix_longrope") / "model"
+    shutil.copytree(tiny_model_dir, directory)
+    config = json.loads((directory / "config.json").read_text())
+    head_half = config["hidden_size"] // config["num_attention_heads"] // 2
+    config["rope_parameters"] = {
+        "rope_type": "longrope", "rope_theta": config["rope_parameters"]["rope_theta"], "factor": 4.0,
+        "original_max_position_embeddings": 32, "short_factor": [1.0] * head_half,
+        "long_factor": [1.0 + i for i in range(head_half)],
+    }
+    (directory / "config.json").write_text(json.dumps(config))
+    return directory
+
+
+def model_args_text(pretrained, arguments: dict) -> str:
+    """`--model_args` as typed on lm_eval's command line."""
+    return ",".join(f"{key}={value}" for key, value in {"pretrained": pretrained, **arguments}.items())
+
+
+def checkpoint_of(name: str, request):
+    """The tiny checkpoint method `name` runs on."""
+    if available_methods()[name].needs_fox_checkpoint:
+        return request.getfixturevalue("tiny_fox_dir")
+    return request.getfixturevalue(OWN_CHECKPOINT.get(name, "tiny_model_dir"))
+
+
+def build(name: str, request, checkpoint=None, **extra) -> LongMemLM:
+    """`--model longmem --model_args pretrained=...,method=NAME,<its row>` on the CPU, through lm-eval's
+    own parsing; on the method's checkpoint unless another is given."""
+    if name not in TINY_ARGUMENTS:
+        pytest.fail(f"method {name} has no row in TINY_ARGUMENTS: add your method here "
+                    "(tests/methods/test_method_matrix.py)")
+    checkpoint = checkpoint or checkpoint_of(name, request)
+    text = model_args_text(checkpoint, {"method": name, **TINY_ARGUMENTS[name], **extra})
+    return LongMemLM.create_from_arg_string(text, {"device": "cpu", "batch_size": 1})
+
+
+def score(lm: LongMemLM) -> tuple[float, int]:
+    """(log-likelihood of CONTINUATION after CONTEXT, its number of tokens)."""
+    (loglikelihood, _), = lm.loglikelihood([Instance("loglikelihood", {}, (CONTEXT, CONTINUATION), 0)],
+                                           disable_tqdm=True)
+    return loglikelihood, len(lm._encode_pair(CONTEXT, CONTINUATION)[1])
+
+
+def own_forward(lm: LongMemLM) -> float:
+    """The same log-likelihood from one forward of `lm.model` (the checkpoint, if nothing patched it)."""
+    context, continuation = lm._encode_pair(CONTEXT, CONTINUATION)
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([context + continuation])).logits[0].float()
+    logprobs = torch.log_softmax(logits, dim=-1)[len(context) - 1 : -1]
+    return float(logprobs[torch.arange(len(continuation)), torch.tensor(continuation)].sum())
+
+
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=MARKS.get(name, ())) for name in available_methods()])
+def lm(request) -> LongMemLM:
+    """The method's float32 model, built once for the checks that share it."""
+    return build(request.param, request)
+
+
+def test_every_row_names_a_method():
+    assert sorted(set(TINY_ARGUMENTS) - set(available_methods())) == []
+
+
+def test_scores_a_request(lm, request):
+    loglikelihood, tokens = score(lm)
+    assert math.isfinite(loglikelihood) and loglikelihood <= 0 and tokens > 0
+    method = lm.longmem_method
+    if method.leaves_model_as_trained:
+        assert loglikelihood == pytest.approx(own_forward(lm), abs=SAME)
+        return
+    vanilla, _ = score(build("vanilla", request, checkpoint=checkpoint_of(method.name, request)))
+    if method.name in SAME_AS_VANILLA:
+        assert loglikelihood == pytest.approx(vanilla, abs=SAME), SAME_AS_VANILLA[method.name]
+    else:  # the row's arguments make the method act on CONTEXT
+        assert abs(loglikelihood - vanilla) > CHANGED, (
+            f"method={method.name} scores as vanilla: its row in TINY_ARGUMENTS does not make it act on CONTEXT "
+            "(or, if that is what it does, say why in SAME_AS_VANILLA)")
+
+
+def test_generates_greedily(lm):
+    (text,) = lm.generate_until([Instance("generate_until", {}, (CONTEXT, GREEDY), 0)], disable_tqdm=True)
+    assert isinstance(text, str)
+
+
+def test_the_results_file_records_the_method_and_its_arguments(lm):
+    name = lm.longmem_method.name
+    info = lm.get_model_info()
+    recorded = json.loads(json.dumps(info["longmem_method_args"]))  # lm-eval writes it as JSON
+    assert info["longmem_method"] == name
+    assert {key: recorded.get(key) for key in TINY_ARGUMENTS[name]} == TINY_ARGUMENTS[name]
+
+
+def test_bfloat16_scores_near_float32(lm, request):
+    half = build(lm.longmem_method.name, request, dtype="bfloat16")
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    (full, tokens), (reduced, _) = score(lm), score(half)
+    assert math.isfinite(reduced) and abs(reduced - full) / tokens <= BF16_NATS_PER_TOKEN
