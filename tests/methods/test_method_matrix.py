@@ -24,8 +24,8 @@ import shutil
 
 import pytest
 import torch
-from conftest import requires_kvpress
-from fox_fixtures import build_tiny_fox
+from tests.helpers.markers import requires_kvpress
+from tests.helpers.fox_fixtures import build_tiny_fox
 from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
