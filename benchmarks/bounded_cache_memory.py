@@ -34,6 +34,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
 from lm_eval_longmem.models.runtime.cache_argument import cache_argument, cache_of  # noqa: E402
 
 BOUNDED = ("statedclm", "streamingllm", "longcache")
@@ -57,8 +58,10 @@ def paired_difference(first, second, first_name, second_name) -> str:
     diff = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
     half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
     wins = int((diff > 0).sum()), int((diff < 0).sum())
-    return (f"{first_name} - {second_name} = {diff.mean():+.3f} [{diff.mean() - half:+.3f}, {diff.mean() + half:+.3f}]"
-            f" ({first_name} better on {wins[0]}, worse on {wins[1]} of {len(diff)})")
+    return (
+        f"{first_name} - {second_name} = {diff.mean():+.3f} [{diff.mean() - half:+.3f}, {diff.mean() + half:+.3f}]"
+        f" ({first_name} better on {wins[0]}, worse on {wins[1]} of {len(diff)})"
+    )
 
 
 def method_args(name: str, budget: int, chunk: int, sink: int) -> dict:
@@ -86,9 +89,13 @@ class Contestants:
 
         if name == "vanilla":
             with torch.no_grad():
-                out = self.model.generate(torch.tensor([prompt]), max_new_tokens=max_new, do_sample=False,
-                                          pad_token_id=self.tokenizer.eos_token_id)
-            return out[0, len(prompt):].tolist()
+                out = self.model.generate(
+                    torch.tensor([prompt]),
+                    max_new_tokens=max_new,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.eos_token_id,
+                )
+            return out[0, len(prompt) :].tolist()
         return self.generators[name].generate(GenerationRequest(tuple(prompt), max_new))
 
 
@@ -195,9 +202,14 @@ def main():
     parser.add_argument("--decode-tokens", type=int, default=None, help="default: 2 chunks")
     parser.add_argument("--decode-reps", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["fc", "passkey", "decode"])
-    parser.add_argument("--methods", nargs="+", default=[*BOUNDED, "vanilla"], choices=[*BOUNDED, "vanilla"],
-                        help="a subset to re-measure one method (statedclm and streamingllm are always kept: "
-                             "the ratios and paired differences compare them)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[*BOUNDED, "vanilla"],
+        choices=[*BOUNDED, "vanilla"],
+        help="a subset to re-measure one method (statedclm and streamingllm are always kept: "
+        "the ratios and paired differences compare them)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
     parser.add_argument("--json", help="also write the numbers here")
     args = parser.parse_args()
@@ -230,22 +242,31 @@ def main():
         print("Paired over the same sequences (mean difference of copy accuracy, 95% interval):")
         for L in args.fc_lengths:
             print(f"  L={L}: " + "; ".join(paired_difference(acc[(a, L)], acc[(b, L)], a, b) for a, b in pairs))
-        report["forgetting_curve"] = {f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "per_sample": acc[(n, L)],
-                                                   "seconds": secs[(n, L)]}
-                                      for n in names for L in args.fc_lengths}
+        report["forgetting_curve"] = {
+            f"{n}@{L}": {"copy_acc": float(np.mean(acc[(n, L)])), "per_sample": acc[(n, L)], "seconds": secs[(n, L)]}
+            for n in names
+            for L in args.fc_lengths
+        }
     if "passkey" not in args.skip:
         hits, answers = passkey(c, args.passkey_lengths, args.passkey_depths, args.passkey_samples, names)
         print("\nPasskey: keys found / keys asked (greedy, first integer = key)")
         print(f"{'length':>8} {'depth':>6} " + " ".join(f"{n:>13}" for n in names))
         for L in args.passkey_lengths:
             for d in args.passkey_depths:
-                print(f"{L:>8} {d:>6.2f} " + " ".join(f"{sum(hits[(n, L, d)]):>10}/{len(hits[(n, L, d)]):<2}" for n in names))
+                print(
+                    f"{L:>8} {d:>6.2f} "
+                    + " ".join(f"{sum(hits[(n, L, d)]):>10}/{len(hits[(n, L, d)]):<2}" for n in names)
+                )
         print("Paired over the same prompts, all depths (difference of accuracy, 95% interval):")
         for L in args.passkey_lengths:
             pooled = {n: [h for d in args.passkey_depths for h in hits[(n, L, d)]] for n in names}
             print(f"  {L} tokens: " + "; ".join(paired_difference(pooled[a], pooled[b], a, b) for a, b in pairs))
-        report["passkey"] = {f"{n}@{L}@{d}": [bool(h) for h in hits[(n, L, d)]]
-                             for n in names for L in args.passkey_lengths for d in args.passkey_depths}
+        report["passkey"] = {
+            f"{n}@{L}@{d}": [bool(h) for h in hits[(n, L, d)]]
+            for n in names
+            for L in args.passkey_lengths
+            for d in args.passkey_depths
+        }
         report["passkey_answers"] = {f"{k[0]}@{k[1]}@{k[2]}@{k[3]}": v for k, v in answers.items()}
     if "decode" not in args.skip:
         per_token = decode_timing(c, stream, args.decode_contexts, decode_tokens, args.decode_reps, names)
@@ -254,9 +275,15 @@ def main():
         print(f"{'method':>14} " + " ".join(f"{C:>9}" for C in args.decode_contexts) + f" {f'{hi}/{lo}':>10}")
         med = {k: statistics.median(v) for k, v in per_token.items()}
         for n in names:
-            print(f"{n:>14} " + " ".join(f"{med[(n, C)]:>9.1f}" for C in args.decode_contexts) + f" {med[(n, hi)] / med[(n, lo)]:>9.2f}x")
+            print(
+                f"{n:>14} "
+                + " ".join(f"{med[(n, C)]:>9.1f}" for C in args.decode_contexts)
+                + f" {med[(n, hi)] / med[(n, lo)]:>9.2f}x"
+            )
         for C in args.decode_contexts:
-            print(f"generation throughput statedclm / streamingllm at {C}: {med[('streamingllm', C)] / med[('statedclm', C)]:.2f}x")
+            print(
+                f"generation throughput statedclm / streamingllm at {C}: {med[('streamingllm', C)] / med[('statedclm', C)]:.2f}x"
+            )
         report["decode_ms_per_token"] = {f"{n}@{C}": v for (n, C), v in per_token.items()}
     if args.json:
         with open(args.json, "w") as fh:

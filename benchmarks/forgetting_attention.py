@@ -47,7 +47,9 @@ def _candidates():
     """name -> fn(q, k, v, log_f) over [B, T, H, D] tensors."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
     found = {
-        "sdpa causal": lambda q, k, v, g: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True).transpose(1, 2),
+        "sdpa causal": lambda q, k, v, g: sdpa(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+        ).transpose(1, 2),
         "ours (triton)": lambda q, k, v, g: forgetting_attention(q, k, v, g, backend="triton"),
     }
     try:
@@ -83,12 +85,33 @@ def run_cuda(args) -> list[dict]:
                     timed[name] = (fwd_ms, _cuda_time_ms(both))
                 except Exception as error:  # one failing peer must not hide the others' numbers
                     print(f"{head_dim:>4} {length:>7} {name:>14} failed: {type(error).__name__}: {error}", flush=True)
-                    rows.append(dict(kind="prefill", kernel=name, head_dim=head_dim, length=length, error=f"{type(error).__name__}: {error}"))
+                    rows.append(
+                        dict(
+                            kind="prefill",
+                            kernel=name,
+                            head_dim=head_dim,
+                            length=length,
+                            error=f"{type(error).__name__}: {error}",
+                        )
+                    )
             base = timed["sdpa causal"]
             for name, (fwd_ms, both_ms) in timed.items():
-                print(f"{head_dim:>4} {length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}", flush=True)
-                rows.append(dict(kind="prefill", kernel=name, head_dim=head_dim, length=length, forward_ms=fwd_ms,
-                                 forward_x_sdpa=fwd_ms / base[0], forward_backward_ms=both_ms, forward_backward_x_sdpa=both_ms / base[1]))
+                print(
+                    f"{head_dim:>4} {length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}",
+                    flush=True,
+                )
+                rows.append(
+                    dict(
+                        kind="prefill",
+                        kernel=name,
+                        head_dim=head_dim,
+                        length=length,
+                        forward_ms=fwd_ms,
+                        forward_x_sdpa=fwd_ms / base[0],
+                        forward_backward_ms=both_ms,
+                        forward_backward_x_sdpa=both_ms / base[1],
+                    )
+                )
             del q, k, v, g, grad
         rows += run_decode(args, head_dim, dtype)
     return rows
@@ -107,8 +130,20 @@ def run_decode(args, head_dim, dtype) -> list[dict]:
         timed = {name: _cuda_time_ms(fn) for name, fn in candidates.items()}
     rows = []
     for name, ms in timed.items():
-        print(f"{head_dim:>4} decode 1 vs {args.decode_length} {name:>14} {ms * 1000:>9.1f} us {ms / timed['sdpa']:>7.2f}x sdpa", flush=True)
-        rows.append(dict(kind="decode", kernel=name, head_dim=head_dim, length=args.decode_length, time_ms=ms, x_sdpa=ms / timed["sdpa"]))
+        print(
+            f"{head_dim:>4} decode 1 vs {args.decode_length} {name:>14} {ms * 1000:>9.1f} us {ms / timed['sdpa']:>7.2f}x sdpa",
+            flush=True,
+        )
+        rows.append(
+            dict(
+                kind="decode",
+                kernel=name,
+                head_dim=head_dim,
+                length=args.decode_length,
+                time_ms=ms,
+                x_sdpa=ms / timed["sdpa"],
+            )
+        )
     return rows
 
 
@@ -157,7 +192,9 @@ def run_cpu(args):
         print("triton not installed: interpreter check skipped")
     for with_backward in (False, True):
         label = "forward+backward" if with_backward else "forward"
-        results = {b: measure_cpu(b, args.cpu_length, args.heads, head_dim, with_backward) for b in ("blocked", "reference")}
+        results = {
+            b: measure_cpu(b, args.cpu_length, args.heads, head_dim, with_backward) for b in ("blocked", "reference")
+        }
         (t_b, m_b), (t_r, m_r) = results["blocked"], results["reference"]
         print(
             f"CPU {label}, B=1 H={args.heads} D={head_dim} T={args.cpu_length} fp32: blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, "
@@ -191,8 +228,14 @@ def main(argv=None):
 
         import triton
 
-        meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
-                    dtype=args.dtype, batch=args.batch, heads=args.heads)
+        meta = dict(
+            device=torch.cuda.get_device_name(),
+            torch=torch.__version__,
+            triton=triton.__version__,
+            dtype=args.dtype,
+            batch=args.batch,
+            heads=args.heads,
+        )
         with open(args.out_json, "w") as fh:
             json.dump(dict(meta, rows=rows), fh, indent=1)
 

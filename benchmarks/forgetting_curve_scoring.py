@@ -24,8 +24,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-
-
 def _request(tokenizer, length: int):
     import numpy as np
 
@@ -47,8 +45,8 @@ def worker(impl: str, length: int, repeats: int, max_length: int) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     path = str(default_model_dir())
     cls = LongMemLM if impl == "ours" else HFLM
@@ -63,13 +61,29 @@ def worker(impl: str, length: int, repeats: int, max_length: int) -> dict:
         (result,) = lm._loglikelihood_tokens([request], disable_tqdm=True)
         times.append(time.perf_counter() - t0)
     peak = status_kib("VmHWM") - baseline
-    return {"impl": impl, "length": length, "input_tokens": len(request[1]) + len(request[2]) - 1,
-            "seconds": min(times), "peak_mib": peak / 1024, "loglikelihood": result[0]}
+    return {
+        "impl": impl,
+        "length": length,
+        "input_tokens": len(request[1]) + len(request[2]) - 1,
+        "seconds": min(times),
+        "peak_mib": peak / 1024,
+        "loglikelihood": result[0],
+    }
 
 
 def measure(impl: str, length: int, repeats: int, max_length: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", impl, "--lengths", str(length), "--repeats", str(repeats),
-           "--max-length", str(max_length)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        impl,
+        "--lengths",
+        str(length),
+        "--repeats",
+        str(repeats),
+        "--max-length",
+        str(max_length),
+    ]
     return run_worker(cmd)
 
 
@@ -85,7 +99,9 @@ def main() -> None:
         return
 
     print("forgetting-curve scoring on SmolLM2-135M (CPU): longmem lean path vs HFLM full logits")
-    print(f"{'L':>6} {'tokens':>7} | {'ours s':>8} {'naive s':>8} {'time x':>7} | {'ours MiB':>9} {'naive MiB':>10} {'mem x':>6} | {'|dLL|':>8}")
+    print(
+        f"{'L':>6} {'tokens':>7} | {'ours s':>8} {'naive s':>8} {'time x':>7} | {'ours MiB':>9} {'naive MiB':>10} {'mem x':>6} | {'|dLL|':>8}"
+    )
     for length in args.lengths:
         ours = measure("ours", length, args.repeats, args.max_length)
         naive = measure("naive", length, args.repeats, args.max_length)

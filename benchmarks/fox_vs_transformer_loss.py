@@ -57,9 +57,18 @@ def main() -> None:
         (work / "train" / f"{i:02d}.txt").write_text(play, encoding="utf-8")
     curves = {}
     for name in ("tiny-fox", "tiny-transformer"):
-        recipe = load_recipe(name, [f"data={work / 'train'}", f"max_steps={args.steps}", f"seq_len={args.seq_len}",
-                                    f"output_dir={work / name}", "save_every=0", "progress_bar=false",
-                                    f"model_config.max_position_embeddings={4 * args.seq_len}"])
+        recipe = load_recipe(
+            name,
+            [
+                f"data={work / 'train'}",
+                f"max_steps={args.steps}",
+                f"seq_len={args.seq_len}",
+                f"output_dir={work / name}",
+                "save_every=0",
+                "progress_bar=false",
+                f"model_config.max_position_embeddings={4 * args.seq_len}",
+            ],
+        )
         summary = train(recipe)
         model = AutoModelForCausalLM.from_pretrained(summary["export"]).eval()
         if name == "tiny-fox":
@@ -70,11 +79,15 @@ def main() -> None:
             length = 2 * args.seq_len
             held_out = torch.from_numpy(stream[: args.eval_chunks * length].reshape(args.eval_chunks, length))
         curves[name] = per_position_loss(model, held_out)
-        print(f"{name}: trained {summary['steps']} steps, {summary['tokens']:,} tokens, {summary['tokens_per_second']:,.0f} tok/s")
+        print(
+            f"{name}: trained {summary['steps']} steps, {summary['tokens']:,} tokens, {summary['tokens_per_second']:,.0f} tok/s"
+        )
     # target positions 0 .. 2L-2; buckets of L / buckets positions, the second half beyond L
     edges = [min(i * args.seq_len // args.buckets, 2 * args.seq_len - 1) for i in range(2 * args.buckets + 1)]
-    print(f"\nheld-out per-token loss (nats), {args.eval_chunks} chunks of {2 * args.seq_len} tokens "
-          f"(trained at {args.seq_len}):")
+    print(
+        f"\nheld-out per-token loss (nats), {args.eval_chunks} chunks of {2 * args.seq_len} tokens "
+        f"(trained at {args.seq_len}):"
+    )
     print(f"{'positions':>12} {'FoX':>8} {'Transformer':>12} {'FoX - T':>8}")
     for lo, hi in zip(edges[:-1], edges[1:]):
         fox, base = curves["tiny-fox"][lo:hi].mean(), curves["tiny-transformer"][lo:hi].mean()

@@ -51,8 +51,15 @@ def build_model(name: str, device: str, max_positions: int):
         model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_positions)
     else:
         torch.manual_seed(0)
-        config = LlamaConfig(vocab_size=49152, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                             num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=max_positions)
+        config = LlamaConfig(
+            vocab_size=49152,
+            hidden_size=256,
+            intermediate_size=688,
+            num_hidden_layers=4,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            max_position_embeddings=max_positions,
+        )
         model = LlamaForCausalLM(config)
     return model.to(device).eval()
 
@@ -83,7 +90,6 @@ class PeakMemory:
             self.peak = torch.cuda.max_memory_allocated() - self.start
         else:
             self.peak = status_kib("VmHWM") * 1024 - self.start
-
 
 
 def infini_session(model, segment_length: int):
@@ -160,9 +166,24 @@ def sync(device: str) -> None:
 
 
 def run_child(args, method: str, length: int) -> dict:
-    command = [sys.executable, __file__, "--one-method", method, "--one-length", str(length), "--model", args.model,
-               "--device", args.device, "--segment-length", str(args.segment_length),
-               "--decode-tokens", str(args.decode_tokens), "--lengths", *map(str, args.lengths)]
+    command = [
+        sys.executable,
+        __file__,
+        "--one-method",
+        method,
+        "--one-length",
+        str(length),
+        "--model",
+        args.model,
+        "--device",
+        args.device,
+        "--segment-length",
+        str(args.segment_length),
+        "--decode-tokens",
+        str(args.decode_tokens),
+        "--lengths",
+        *map(str, args.lengths),
+    ]
     # One glibc arena: with one per thread, freed blocks stay resident in other threads' arenas and
     # the RSS peak follows thread scheduling rather than the tensors alive (seen: +50% at random).
     return run_worker(command, env={"MALLOC_ARENA_MAX": "1"})
@@ -175,7 +196,9 @@ def main():
     parser.add_argument("--lengths", type=int, nargs=2, default=[4096, 32768], help="short and long input, tokens")
     parser.add_argument("--segment-length", type=int, default=2048)
     parser.add_argument("--decode-tokens", type=int, default=32)
-    parser.add_argument("--skip-full", action="store_true", help="Infini only (full attention at the long length is slow)")
+    parser.add_argument(
+        "--skip-full", action="store_true", help="Infini only (full attention at the long length is slow)"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
     parser.add_argument("--json", help="also write the numbers here")
     parser.add_argument("--one-method", choices=METHODS, help=argparse.SUPPRESS)
@@ -189,8 +212,10 @@ def main():
     methods = [m for m in METHODS if not (m == "full" and args.skip_full)]
     short, long = args.lengths
     results = {(m, n): run_child(args, m, n) for m in methods for n in (short, long)}
-    print(f"model {args.model} on {args.device}, segment_length {args.segment_length}, "
-          f"{args.decode_tokens} decoded tokens after each input")
+    print(
+        f"model {args.model} on {args.device}, segment_length {args.segment_length}, "
+        f"{args.decode_tokens} decoded tokens after each input"
+    )
     print(f"{'method':>8} {'input':>7} {'peak MiB':>10} {'decode ms/tok':>14}")
     for (m, n), r in results.items():
         print(f"{m:>8} {n:>7} {r['peak_bytes'] / 2**20:>10.1f} {r['decode_ms_per_token']:>14.2f}")

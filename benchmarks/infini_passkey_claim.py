@@ -60,7 +60,9 @@ def first_segment_depths(length: int, segment: int, count) -> dict[str, tuple[in
 
     found = {"start": (0, key_span(0))}
     if found["start"][1][1] >= segment:
-        raise SystemExit(f"--segment {segment} is too short: the key line at depth 0 already ends at token {found['start'][1][1]}")
+        raise SystemExit(
+            f"--segment {segment} is too short: the key line at depth 0 already ends at token {found['start'][1][1]}"
+        )
     for depth in range(1, 101):
         span = key_span(depth)
         if span[1] >= segment:
@@ -80,8 +82,10 @@ def train_stage(recipe_name: str, overrides: list[str], output_dir: Path) -> Pat
 
     started = time.perf_counter()
     summary = train(load_recipe(recipe_name, [*overrides, f"output_dir={output_dir}"]))
-    print(f"{recipe_name}: {summary['steps']} steps, {summary['tokens']:,} tokens, "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"{recipe_name}: {summary['steps']} steps, {summary['tokens']:,} tokens, {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     return Path(summary["export"])
 
 
@@ -92,7 +96,7 @@ def loss_curve(run_dir: Path, points: int = 8) -> str:
     if not losses:
         return "no metrics"
     width = max(1, len(losses) // points)
-    means = [sum(losses[i:i + width]) / len(losses[i:i + width]) for i in range(0, len(losses), width)]
+    means = [sum(losses[i : i + width]) / len(losses[i : i + width]) for i in range(0, len(losses), width)]
     return " ".join(f"{m:.3f}" for m in means) + f"  (mean loss per {width} steps)"
 
 
@@ -120,8 +124,9 @@ def evaluate_cell(model_args: dict, length: int, depths: list[int], keys: int) -
 
     lm_eval_longmem.register()
     metadata = {"pk_lengths": [length], "pk_depths": depths, "pk_samples": keys}
-    results = lm_eval.simple_evaluate(model="longmem", model_args={"device": "cpu", **model_args},
-                                      tasks=["longmem_passkey"], metadata=metadata)["results"]
+    results = lm_eval.simple_evaluate(
+        model="longmem", model_args={"device": "cpu", **model_args}, tasks=["longmem_passkey"], metadata=metadata
+    )["results"]
     grid = results["longmem_passkey"]["grid,none"]
     accuracy = {d: row[0] for d, row in zip(grid.field("depths"), grid.field("accuracy"))}
     return {d: round(accuracy[d] * keys) for d in depths}
@@ -138,11 +143,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model", default="default", help="base model (default: the embedded SmolLM2-135M)")
     parser.add_argument("--pretrain-data", default="shakespeare", help="text of the `infini` stage")
     parser.add_argument("--segment", type=int, default=128, help="Infini segment length N")
-    parser.add_argument("--train-length", type=int, default=512, help="tokens per training row (and the first eval length)")
+    parser.add_argument(
+        "--train-length", type=int, default=512, help="tokens per training row (and the first eval length)"
+    )
     parser.add_argument("--pretrain-steps", type=int, default=120)
     parser.add_argument("--passkey-steps", type=int, default=600)
-    parser.add_argument("--beta-init", type=float, default=-4.0,
-                        help="the gates' starting logit, as in the recipes (the run in docs/benchmarks.md used 0)")
+    parser.add_argument(
+        "--beta-init",
+        type=float,
+        default=-4.0,
+        help="the gates' starting logit, as in the recipes (the run in docs/benchmarks.md used 0)",
+    )
     parser.add_argument("--keys", type=int, default=20, help="keys per length x depth cell")
     parser.add_argument("--work", default="runs/infini_passkey_claim", help="runs, exports and results.json")
     parser.add_argument("--configs", default="abcde", help="which of (a)..(e) to evaluate")
@@ -153,20 +164,48 @@ def main(argv: list[str] | None = None) -> dict:
 
     stage_dir = lambda recipe: work / f"{recipe}__beta_init{args.beta_init:g}"  # noqa: E731  (no stale reuse)
     method_args = [f"method_args={{segment_length: {args.segment}, update: linear, beta_init: {args.beta_init}}}"]
-    common = [f"seq_len={args.train_length}", "micro_batch_size=1", "grad_accum_steps=1", "warmup_steps=10",
-              "save_every=50", "log_every=1"]
-    pretrained = train_stage("infini", [f"model={args.model}", f"data={args.pretrain_data}", *method_args, *common,
-                                        f"max_steps={args.pretrain_steps}"], stage_dir("infini"))
-    tuned = train_stage("infini-passkey", [f"model={pretrained}", *method_args, *common,
-                                           f"max_steps={args.passkey_steps}"], stage_dir("infini-passkey"))
+    common = [
+        f"seq_len={args.train_length}",
+        "micro_batch_size=1",
+        "grad_accum_steps=1",
+        "warmup_steps=10",
+        "save_every=50",
+        "log_every=1",
+    ]
+    pretrained = train_stage(
+        "infini",
+        [
+            f"model={args.model}",
+            f"data={args.pretrain_data}",
+            *method_args,
+            *common,
+            f"max_steps={args.pretrain_steps}",
+        ],
+        stage_dir("infini"),
+    )
+    tuned = train_stage(
+        "infini-passkey",
+        [f"model={pretrained}", *method_args, *common, f"max_steps={args.passkey_steps}"],
+        stage_dir("infini-passkey"),
+    )
     training_s = time.perf_counter() - started
 
     settings = {
         "a": {"pretrained": str(tuned)},
         "b": {"pretrained": str(tuned), "read_memory": "false"},
-        "c": {"pretrained": args.model, "method": "infini", "segment_length": args.segment, "beta_init": args.beta_init},
-        "d": {"pretrained": args.model, "method": "streamingllm", "max_context_length": args.segment,
-              "chunk_size": max(1, args.segment // 4), "sink_length": 4},
+        "c": {
+            "pretrained": args.model,
+            "method": "infini",
+            "segment_length": args.segment,
+            "beta_init": args.beta_init,
+        },
+        "d": {
+            "pretrained": args.model,
+            "method": "streamingllm",
+            "max_context_length": args.segment,
+            "chunk_size": max(1, args.segment // 4),
+            "sink_length": 4,
+        },
         "e": {"pretrained": args.model, "method": "vanilla"},
     }
     for name in settings:
@@ -190,12 +229,17 @@ def main(argv: list[str] | None = None) -> dict:
                 chosen = sorted({depth for depth, _ in depths[L].values()})
                 stored[cell_key] = {str(d): c for d, c in evaluate_cell(settings[name], L, chosen, args.keys).items()}
                 write_json(results_file, stored)
-                print(f"({name}) at {L} tokens: {stored[cell_key]} of {args.keys} "
-                      f"({time.perf_counter() - cell_started:.0f} s)", flush=True)
+                print(
+                    f"({name}) at {L} tokens: {stored[cell_key]} of {args.keys} "
+                    f"({time.perf_counter() - cell_started:.0f} s)",
+                    flush=True,
+                )
 
     table = {}
-    print(f"\nInfini-attention passkey claim: {args.model}, segment {args.segment}, fine-tuned at {args.train_length} "
-          f"tokens ({args.pretrain_steps} + {args.passkey_steps} steps, {training_s / 60:.0f} min of training)")
+    print(
+        f"\nInfini-attention passkey claim: {args.model}, segment {args.segment}, fine-tuned at {args.train_length} "
+        f"tokens ({args.pretrain_steps} + {args.passkey_steps} steps, {training_s / 60:.0f} min of training)"
+    )
     print("key inside the FIRST segment; accuracy over", args.keys, "keys, [95% Wilson interval]")
     header = f"{'':34s}" + "".join(f"{f'{L} tok, key {where}':>26s}" for L in lengths for where in ("start", "end"))
     print(header)
@@ -207,11 +251,19 @@ def main(argv: list[str] | None = None) -> dict:
                 depth, span = depths[L][where]
                 correct = counts[str(depth)]
                 low, high = wilson(correct, args.keys)
-                table[f"{name}|{L}|{where}"] = {"correct": correct, "keys": args.keys, "depth": depth, "key_tokens": span,
-                                                 "interval": [low, high]}
+                table[f"{name}|{L}|{where}"] = {
+                    "correct": correct,
+                    "keys": args.keys,
+                    "depth": depth,
+                    "key_tokens": span,
+                    "interval": [low, high],
+                }
                 cells.append(f"{correct / args.keys:.2f} [{low:.2f},{high:.2f}]")
         print(f"({name}) {CONFIGS[name]:30s}" + "".join(f"{c:>26s}" for c in cells))
-    print("key line at tokens: " + ", ".join(f"{L}: start {depths[L]['start'][1]}, end {depths[L]['end'][1]}" for L in lengths))
+    print(
+        "key line at tokens: "
+        + ", ".join(f"{L}: start {depths[L]['start'][1]}, end {depths[L]['end'][1]}" for L in lengths)
+    )
     print("\nfine-tune loss:", loss_curve(stage_dir("infini-passkey")))
     print(gate_summary(tuned))
 
@@ -220,11 +272,17 @@ def main(argv: list[str] | None = None) -> dict:
         ablated = sum(v["correct"] for k, v in table.items() if k.startswith("b|"))
         total = sum(v["keys"] for k, v in table.items() if k.startswith("a|"))
         (lo_a, hi_a), (lo_b, hi_b) = wilson(mem, total), wilson(ablated, total)
-        verdict = ("SHOWN: the memory carries the key" if lo_a > hi_b else
-                   "NOT SHOWN: with memory no better than without" if mem <= ablated else
-                   "NOT SHOWN at 95%: intervals overlap")
-        print(f"\nverdict: (a) {mem}/{total} with memory vs (b) {ablated}/{total} without "
-              f"([{lo_a:.2f},{hi_a:.2f}] vs [{lo_b:.2f},{hi_b:.2f}]): {verdict}")
+        verdict = (
+            "SHOWN: the memory carries the key"
+            if lo_a > hi_b
+            else "NOT SHOWN: with memory no better than without"
+            if mem <= ablated
+            else "NOT SHOWN at 95%: intervals overlap"
+        )
+        print(
+            f"\nverdict: (a) {mem}/{total} with memory vs (b) {ablated}/{total} without "
+            f"([{lo_a:.2f},{hi_a:.2f}] vs [{lo_b:.2f},{hi_b:.2f}]): {verdict}"
+        )
     print(f"total {(time.perf_counter() - started) / 60:.0f} min")
     return table
 

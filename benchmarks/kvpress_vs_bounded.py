@@ -55,8 +55,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 # observed_attention reads attention weights, which only eager attention returns (a from_pretrained option)
-DEFAULT_PRESSES = ("snapkv", "tova", "expected_attention", "knorm", "streamingllm", "pyramidkv",
-                   "observed_attention:attn_implementation=eager")
+DEFAULT_PRESSES = (
+    "snapkv",
+    "tova",
+    "expected_attention",
+    "knorm",
+    "streamingllm",
+    "pyramidkv",
+    "observed_attention:attn_implementation=eager",
+)
 BOUNDED = ("statedclm", "streamingllm", "longcache")
 KVPRESS_MISSING = (
     "kvpress is not installed in this Python ({python}); run this benchmark with .venv-kvpress/bin/python, "
@@ -159,8 +166,13 @@ def _kept_text(kept) -> str:
 def render_table(report: dict) -> str:
     """The Markdown table: kept entries and accuracies [95% interval] per length, one row per method."""
     fc_lengths, pk_lengths = report["fc_lengths"], report["pk_lengths"]
-    header = (["method"] + [f"kept fc L={L}" for L in fc_lengths] + [f"kept pk {N}" for N in pk_lengths]
-              + [f"fc copy acc L={L}" for L in fc_lengths] + [f"passkey acc {N}" for N in pk_lengths])
+    header = (
+        ["method"]
+        + [f"kept fc L={L}" for L in fc_lengths]
+        + [f"kept pk {N}" for N in pk_lengths]
+        + [f"fc copy acc L={L}" for L in fc_lengths]
+        + [f"passkey acc {N}" for N in pk_lengths]
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for row in report["rows"]:
         if row.get("error") and not any(c.get("mean") is not None for c in row["cells"].values()):
@@ -181,8 +193,12 @@ def render_differences(report: dict) -> str:
     """Method - vanilla per cell (paired bootstrap interval) and the ratio of mean scores."""
     fc_lengths, pk_lengths = report["fc_lengths"], report["pk_lengths"]
     keys = [f"fc@{L}" for L in fc_lengths] + [f"pk@{N}" for N in pk_lengths]
-    header = (["method"] + [f"Δ fc L={L}" for L in fc_lengths] + [f"Δ passkey {N}" for N in pk_lengths]
-              + ["fc ratio", "passkey ratio"])
+    header = (
+        ["method"]
+        + [f"Δ fc L={L}" for L in fc_lengths]
+        + [f"Δ passkey {N}" for N in pk_lengths]
+        + ["fc ratio", "passkey ratio"]
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for row in report["rows"]:
         if row["kind"] == "reference":
@@ -233,23 +249,40 @@ def evaluate(task: str, model_args: dict, metadata: dict) -> list[dict]:
     import lm_eval_longmem
 
     lm_eval_longmem.register()
-    out = lm_eval.simple_evaluate(model="longmem", model_args=model_args, tasks=[task], metadata=metadata,
-                                  log_samples=True)
+    out = lm_eval.simple_evaluate(
+        model="longmem", model_args=model_args, tasks=[task], metadata=metadata, log_samples=True
+    )
     records = []
     for sample in out["samples"][task]:
         doc = sample["doc"]
         if task == "forgetting_curve":
             curve = sample["curve"]
             if curve.get("status", "ok") != "ok" or "copy" not in curve:
-                raise RuntimeError(f"forgetting_curve L={doc['length']}: status {curve.get('status')} "
-                                   f"{curve.get('detail') or ''}".strip())
-            records.append({"length": int(doc["length"]), "sample": int(doc["sample"]),
-                            "copy": float(curve["copy"]), "lm": float(curve["lm"])})
+                raise RuntimeError(
+                    f"forgetting_curve L={doc['length']}: status {curve.get('status')} "
+                    f"{curve.get('detail') or ''}".strip()
+                )
+            records.append(
+                {
+                    "length": int(doc["length"]),
+                    "sample": int(doc["sample"]),
+                    "copy": float(curve["copy"]),
+                    "lm": float(curve["lm"]),
+                }
+            )
         else:
             grid = sample["grid"]
-            records.append({"length": int(doc["length"]), "depth": int(doc["depth"]), "sample": int(doc["sample"]),
-                            "key": int(doc["key"]), "answer": grid.get("answer"), "correct": float(grid["correct"]),
-                            "prompt_tokens": int(doc["prompt_tokens"])})
+            records.append(
+                {
+                    "length": int(doc["length"]),
+                    "depth": int(doc["depth"]),
+                    "sample": int(doc["sample"]),
+                    "key": int(doc["key"]),
+                    "answer": grid.get("answer"),
+                    "correct": float(grid["correct"]),
+                    "prompt_tokens": int(doc["prompt_tokens"]),
+                }
+            )
     _check_against_aggregate(task, out["results"][task], records)
     return records
 
@@ -301,8 +334,12 @@ def fc_metadata(args, lengths) -> dict:
 
 
 def pk_metadata(args, lengths) -> dict:
-    return {"pk_lengths": list(lengths), "pk_depths": list(args.pk_depths), "pk_samples": args.pk_samples,
-            "pk_seed": args.seed}
+    return {
+        "pk_lengths": list(lengths),
+        "pk_depths": list(args.pk_depths),
+        "pk_samples": args.pk_samples,
+        "pk_seed": args.seed,
+    }
 
 
 def fc_cell(records: list[dict], length: int, kept, seconds: float, error: str | None) -> dict:
@@ -310,9 +347,15 @@ def fc_cell(records: list[dict], length: int, kept, seconds: float, error: str |
     if error or not values:
         return {"kept": kept, "mean": None, "interval": None, "error": error or "no samples", "seconds": seconds}
     mean = sum(values) / len(values)
-    return {"kept": kept, "mean": mean, "interval": list(bootstrap_interval(values)), "n": len(values),
-            "lm_mean": sum(r["lm"] for r in records if r["length"] == length) / len(values),
-            "samples": [r for r in records if r["length"] == length], "seconds": seconds}
+    return {
+        "kept": kept,
+        "mean": mean,
+        "interval": list(bootstrap_interval(values)),
+        "n": len(values),
+        "lm_mean": sum(r["lm"] for r in records if r["length"] == length) / len(values),
+        "samples": [r for r in records if r["length"] == length],
+        "seconds": seconds,
+    }
 
 
 def pk_cell(records: list[dict], length: int, kept, seconds: float, error: str | None) -> dict:
@@ -320,9 +363,16 @@ def pk_cell(records: list[dict], length: int, kept, seconds: float, error: str |
     if error or not mine:
         return {"kept": kept, "mean": None, "interval": None, "error": error or "no samples", "seconds": seconds}
     correct = int(sum(r["correct"] for r in mine))
-    return {"kept": kept, "mean": correct / len(mine), "correct": correct, "n": len(mine),
-            "interval": list(wilson_interval(correct, len(mine))), "samples": mine, "seconds": seconds,
-            "prompt_tokens": [min(r["prompt_tokens"] for r in mine), max(r["prompt_tokens"] for r in mine)]}
+    return {
+        "kept": kept,
+        "mean": correct / len(mine),
+        "correct": correct,
+        "n": len(mine),
+        "interval": list(wilson_interval(correct, len(mine))),
+        "samples": mine,
+        "seconds": seconds,
+        "prompt_tokens": [min(r["prompt_tokens"] for r in mine), max(r["prompt_tokens"] for r in mine)],
+    }
 
 
 def press_model_args(row: Row, ratio: float) -> dict:
@@ -346,10 +396,17 @@ def paired_differences(report: dict) -> None:
             field_name = "copy" if key.startswith("fc") else "correct"
             index = ("sample",) if key.startswith("fc") else ("depth", "sample")
             theirs = {tuple(s[i] for i in index): s[field_name] for s in base["samples"]}
-            pairs = [(s[field_name], theirs[tuple(s[i] for i in index)]) for s in cell["samples"]
-                     if tuple(s[i] for i in index) in theirs]
+            pairs = [
+                (s[field_name], theirs[tuple(s[i] for i in index)])
+                for s in cell["samples"]
+                if tuple(s[i] for i in index) in theirs
+            ]
             diff = np.array([a - b for a, b in pairs], dtype=float)
-            out[key] = {"difference": float(diff.mean()), "interval": list(bootstrap_interval(diff)), "pairs": len(pairs)}
+            out[key] = {
+                "difference": float(diff.mean()),
+                "interval": list(bootstrap_interval(diff)),
+                "pairs": len(pairs),
+            }
             task = key.split("@")[0]
             sums[task][0] += cell["mean"]
             sums[task][1] += base["mean"]
@@ -368,8 +425,16 @@ def versions() -> dict:
         except PackageNotFoundError:
             found[package] = None
     try:
-        found["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                                             capture_output=True, text=True, timeout=10).stdout.strip() or None
+        found["git_commit"] = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                cwd=Path(__file__).resolve().parent,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         found["git_commit"] = None
     return found
@@ -385,8 +450,12 @@ def write_json(path: Path, data) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compression-ratio", type=float, default=0.75, help="fraction removed (0.75: 4x)")
-    parser.add_argument("--presses", nargs="*", default=list(DEFAULT_PRESSES),
-                        help="kvpress presses: NAME or NAME:field=value,field=value")
+    parser.add_argument(
+        "--presses",
+        nargs="*",
+        default=list(DEFAULT_PRESSES),
+        help="kvpress presses: NAME or NAME:field=value,field=value",
+    )
     parser.add_argument("--bounded", nargs="*", default=list(BOUNDED), choices=list(BOUNDED))
     parser.add_argument("--fc-lengths", type=int, nargs="+", default=[256, 512], help="forgetting-curve L")
     parser.add_argument("--fc-samples", type=int, default=5)
@@ -397,17 +466,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--corpus", default="shakespeare", help="forgetting-curve corpus (fc_corpus)")
     parser.add_argument("--sink-length", type=int, default=SINK_LENGTH, help="sinks of the bounded caches")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny run: fc L=64, passkey 256 tokens at depth 50, 1 sample each, presses snapkv and "
-                             "knorm, bounded streamingllm (flags given explicitly still win)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny run: fc L=64, passkey 256 tokens at depth 50, 1 sample each, presses snapkv and "
+        "knorm, bounded streamingllm (flags given explicitly still win)",
+    )
     parser.add_argument("--no-kvpress", action="store_true", help="run the bounded caches and vanilla only")
     parser.add_argument("--out-json", default="runs/kvpress_vs_bounded.json")
-    parser.add_argument("--from-json", metavar="PATH", help="print the tables of a finished run's JSON again; run nothing")
+    parser.add_argument(
+        "--from-json", metavar="PATH", help="print the tables of a finished run's JSON again; run nothing"
+    )
     return parser
 
 
-QUICK = {"fc_lengths": [64], "fc_samples": 1, "pk_lengths": [256], "pk_depths": [50], "pk_samples": 1,
-         "presses": ["snapkv", "knorm"], "bounded": ["streamingllm"]}
+QUICK = {
+    "fc_lengths": [64],
+    "fc_samples": 1,
+    "pk_lengths": [256],
+    "pk_depths": [50],
+    "pk_samples": 1,
+    "presses": ["snapkv", "knorm"],
+    "bounded": ["streamingllm"],
+}
 
 
 def parse_args(argv=None):
@@ -447,8 +528,13 @@ def measure_kept(press_args: dict, prefill: int, device: str, model_cache: dict)
         from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
         model_cache.clear()
-        model_cache[attention] = AutoModelForCausalLM.from_pretrained(
-            str(default_model_dir()), dtype=torch.float32, attn_implementation=attention).to(device).eval()
+        model_cache[attention] = (
+            AutoModelForCausalLM.from_pretrained(
+                str(default_model_dir()), dtype=torch.float32, attn_implementation=attention
+            )
+            .to(device)
+            .eval()
+        )
     method = build_method("kvpress", press_args)
     model = method.prepare_model(model_cache[attention])
     scorer = method.make_scorer(model)
@@ -479,20 +565,34 @@ def main(argv=None) -> dict:
         "fc_lengths": list(args.fc_lengths),
         "pk_lengths": list(args.pk_lengths),
         "settings": {k: v for k, v in vars(args).items() if k not in ("quick", "out_json", "from_json", "total_calls")},
-        "intervals": {"forgetting_curve": f"95% percentile bootstrap over per-sample copy accuracy "
-                                          f"({BOOTSTRAP_RESAMPLES} resamples)",
-                      "passkey": "95% Wilson score interval of the success count",
-                      "vs_vanilla": "95% paired percentile bootstrap over per-sample differences"},
+        "intervals": {
+            "forgetting_curve": f"95% percentile bootstrap over per-sample copy accuracy "
+            f"({BOOTSTRAP_RESAMPLES} resamples)",
+            "passkey": "95% Wilson score interval of the success count",
+            "vs_vanilla": "95% paired percentile bootstrap over per-sample differences",
+        },
         "versions": versions(),
-        "contexts": {"fc": {str(L): {"context_tokens": fc_prefill[L] + 1, "prefill_tokens": fc_prefill[L],
-                                     "scored_tokens": fc_scored_tokens(L), "input_tokens": 2 * L + 1,
-                                     "press_kept": kept_entries(fc_prefill[L], ratio),
-                                     "bounded_budget": kept_entries(fc_prefill[L], ratio)} for L in args.fc_lengths},
-                     "pk": {}},
+        "contexts": {
+            "fc": {
+                str(L): {
+                    "context_tokens": fc_prefill[L] + 1,
+                    "prefill_tokens": fc_prefill[L],
+                    "scored_tokens": fc_scored_tokens(L),
+                    "input_tokens": 2 * L + 1,
+                    "press_kept": kept_entries(fc_prefill[L], ratio),
+                    "bounded_budget": kept_entries(fc_prefill[L], ratio),
+                }
+                for L in args.fc_lengths
+            },
+            "pk": {},
+        },
         "rows": [],
     }
-    print(f"kvpress presses vs bounded caches at compression_ratio={ratio} ({1 / (1 - ratio):g}x): "
-          f"{args.total_calls} lm-eval runs on {args.device}", flush=True)
+    print(
+        f"kvpress presses vs bounded caches at compression_ratio={ratio} ({1 / (1 - ratio):g}x): "
+        f"{args.total_calls} lm-eval runs on {args.device}",
+        flush=True,
+    )
 
     # vanilla first: the reference, and its passkey prompts give each length's prompt sizes (hence B)
     results, measured, model_cache = {}, {}, {}
@@ -500,10 +600,20 @@ def main(argv=None) -> dict:
         if row.kind == "bounded":
             continue
         model_args = {"method": "vanilla"} if row.kind == "reference" else press_model_args(row, ratio)
-        fc = runner.run(row.label, f"forgetting curve L={args.fc_lengths}", "forgetting_curve", model_args,
-                        fc_metadata(args, args.fc_lengths))
-        pk = runner.run(row.label, f"passkey {args.pk_lengths} tokens", "longmem_passkey", model_args,
-                        pk_metadata(args, args.pk_lengths))
+        fc = runner.run(
+            row.label,
+            f"forgetting curve L={args.fc_lengths}",
+            "forgetting_curve",
+            model_args,
+            fc_metadata(args, args.fc_lengths),
+        )
+        pk = runner.run(
+            row.label,
+            f"passkey {args.pk_lengths} tokens",
+            "longmem_passkey",
+            model_args,
+            pk_metadata(args, args.pk_lengths),
+        )
         results[row.label] = (fc, pk)
         if row.kind == "press" and not (fc[2] and pk[2]):
             for L in args.fc_lengths:
@@ -525,8 +635,10 @@ def main(argv=None) -> dict:
                 }
     model_cache.clear()
 
-    budgets = {**{("fc", L): report["contexts"]["fc"][str(L)]["bounded_budget"] for L in args.fc_lengths},
-               **{("pk", N): report["contexts"]["pk"][str(N)]["bounded_budget"] for N in args.pk_lengths}}
+    budgets = {
+        **{("fc", L): report["contexts"]["fc"][str(L)]["bounded_budget"] for L in args.fc_lengths},
+        **{("pk", N): report["contexts"]["pk"][str(N)]["bounded_budget"] for N in args.pk_lengths},
+    }
     for row in rows:
         if row.kind != "bounded":
             continue
@@ -535,12 +647,22 @@ def main(argv=None) -> dict:
             model_args = bounded_settings(row.name, budget, args.sink_length)
             described = ",".join(f"{k}={v}" for k, v in model_args.items() if k != "method")
             if task == "fc":
-                records, seconds, error = runner.run(row.label, f"forgetting curve L={length} ({described})",
-                                                     "forgetting_curve", model_args, fc_metadata(args, [length]))
+                records, seconds, error = runner.run(
+                    row.label,
+                    f"forgetting curve L={length} ({described})",
+                    "forgetting_curve",
+                    model_args,
+                    fc_metadata(args, [length]),
+                )
                 cells[f"fc@{length}"] = fc_cell(records, length, budget, seconds, error)
             else:
-                records, seconds, error = runner.run(row.label, f"passkey {length} tokens ({described})",
-                                                     "longmem_passkey", model_args, pk_metadata(args, [length]))
+                records, seconds, error = runner.run(
+                    row.label,
+                    f"passkey {length} tokens ({described})",
+                    "longmem_passkey",
+                    model_args,
+                    pk_metadata(args, [length]),
+                )
                 cells[f"pk@{length}"] = pk_cell(records, length, budget, seconds, error)
             cells[f"{task}@{length}"]["model_args"] = model_args
         results[row.label] = cells
@@ -589,8 +711,11 @@ def measured_text(report: dict) -> list[str]:
                 parts.append(f"L={L}: not measured ({value})")
                 continue
             mean = sum(value) / len(value)
-            text = (f"L={L}: {expected} in all {len(value)} layers" if min(value) == max(value) else
-                    f"L={L}: {min(value)}-{max(value)} per layer, mean {mean:.1f}")
+            text = (
+                f"L={L}: {expected} in all {len(value)} layers"
+                if min(value) == max(value)
+                else f"L={L}: {min(value)}-{max(value)} per layer, mean {mean:.1f}"
+            )
             if abs(mean - expected) >= 1:
                 text += f" (MISMATCH: int(n x (1 - ratio)) = {expected})"
             parts.append(text)
@@ -604,14 +729,19 @@ def lm_baseline_text(report: dict) -> str | None:
     itself) per length over the rows; copy accuracy above it is what the cache remembered of S."""
     parts = []
     for L in report["fc_lengths"]:
-        values = [r["cells"][f"fc@{L}"]["lm_mean"] for r in report["rows"]
-                  if r["cells"].get(f"fc@{L}", {}).get("lm_mean") is not None]
+        values = [
+            r["cells"][f"fc@{L}"]["lm_mean"]
+            for r in report["rows"]
+            if r["cells"].get(f"fc@{L}", {}).get("lm_mean") is not None
+        ]
         if values:
             parts.append(f"L={L} {min(values):.2f}-{max(values):.2f}")
     if not parts:
         return None
-    return ("- forgetting-curve LM accuracy (the same S after irrelevant text: the no-memory level that copy accuracy "
-            "is read against), across rows: " + ", ".join(parts))
+    return (
+        "- forgetting-curve LM accuracy (the same S after irrelevant text: the no-memory level that copy accuracy "
+        "is read against), across rows: " + ", ".join(parts)
+    )
 
 
 def print_report(report: dict, out) -> None:
@@ -620,8 +750,10 @@ def print_report(report: dict, out) -> None:
     print()
     print(report["table_markdown"])
     print()
-    print("Against vanilla, same run and samples (method - vanilla [95% paired bootstrap]; ratio = method / vanilla "
-          "of the accuracy summed over lengths):")
+    print(
+        "Against vanilla, same run and samples (method - vanilla [95% paired bootstrap]; ratio = method / vanilla "
+        "of the accuracy summed over lengths):"
+    )
     print()
     print(report["differences_markdown"])
     failed = [f"- {r['label']}: {r['error']}" for r in report["rows"] if r.get("error")]
@@ -643,25 +775,33 @@ def rerender(path: Path) -> dict:
 def describe_setup(report: dict) -> str:
     """The lines above the table: lengths, prefills, kept entries and budgets, how they were checked."""
     ratio, args = report["compression_ratio"], argparse.Namespace(**report["settings"])
-    lines = [f"SmolLM2-135M-Instruct, compression_ratio={ratio}: presses keep int(n x {1 - ratio:g}) of the n tokens "
-             f"they prefill, per layer and head; corpus {args.corpus}, seed {args.seed}; versions: "
-             + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if k in ("torch", "transformers", "kvpress"))]
+    lines = [
+        f"SmolLM2-135M-Instruct, compression_ratio={ratio}: presses keep int(n x {1 - ratio:g}) of the n tokens "
+        f"they prefill, per layer and head; corpus {args.corpus}, seed {args.seed}; versions: "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if k in ("torch", "transformers", "kvpress"))
+    ]
     for L, c in report["contexts"]["fc"].items():
-        lines.append(f"- forgetting curve L={L}: input {c['input_tokens']} tokens, context {c['context_tokens']} "
-                     f"([bos] S [bos] + first {int(L) - c['scored_tokens']} of S), press prefill {c['prefill_tokens']} "
-                     f"(context less its last token), {c['scored_tokens']} scored; press kept {c['press_kept']} -> "
-                     f"bounded B={c['bounded_budget']}, chunk {bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; "
-                     f"{args.fc_samples} sample(s)")
+        lines.append(
+            f"- forgetting curve L={L}: input {c['input_tokens']} tokens, context {c['context_tokens']} "
+            f"([bos] S [bos] + first {int(L) - c['scored_tokens']} of S), press prefill {c['prefill_tokens']} "
+            f"(context less its last token), {c['scored_tokens']} scored; press kept {c['press_kept']} -> "
+            f"bounded B={c['bounded_budget']}, chunk {bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; "
+            f"{args.fc_samples} sample(s)"
+        )
     for N, c in report["contexts"]["pk"].items():
-        lines.append(f"- passkey {N}: prompts {_kept_text(c['prompt_tokens'])} tokens, press prefill "
-                     f"{_kept_text(c['prefill_tokens'])} (prompt less its last token); press kept "
-                     f"{_kept_text(c['press_kept'])} -> bounded B={c['bounded_budget']}, chunk "
-                     f"{bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; depths {args.pk_depths}%, "
-                     f"{args.pk_samples} key(s) each")
-    lines.append(f"- bounded caches: sinks {args.sink_length}, chunk min(32, B//4), longcache spans min(32, B//8); they "
-                 "hold at most B after each chunk, up to B + chunk within one (longcache stores every entry and "
-                 "attends to a B-entry selection; statedclm and streamingllm evict). Presses compress once: the "
-                 "continuation/answer adds to their kept entries.")
+        lines.append(
+            f"- passkey {N}: prompts {_kept_text(c['prompt_tokens'])} tokens, press prefill "
+            f"{_kept_text(c['prefill_tokens'])} (prompt less its last token); press kept "
+            f"{_kept_text(c['press_kept'])} -> bounded B={c['bounded_budget']}, chunk "
+            f"{bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; depths {args.pk_depths}%, "
+            f"{args.pk_samples} key(s) each"
+        )
+    lines.append(
+        f"- bounded caches: sinks {args.sink_length}, chunk min(32, B//4), longcache spans min(32, B//8); they "
+        "hold at most B after each chunk, up to B + chunk within one (longcache stores every entry and "
+        "attends to a B-entry selection; statedclm and streamingllm evict). Presses compress once: the "
+        "continuation/answer adds to their kept entries."
+    )
     measured = measured_text(report)
     if measured:
         lines.append("- press kept entries measured on the model (one prefill of random tokens per length):")
@@ -670,13 +810,18 @@ def describe_setup(report: dict) -> str:
     if baseline:
         lines.append(baseline)
     uniform = [f"L={L}" for L, c in report["contexts"]["fc"].items() if pyramid_is_uniform(c["prefill_tokens"], ratio)]
-    uniform += [f"passkey {N}" for N, c in report["contexts"]["pk"].items()
-                if pyramid_is_uniform(c["prefill_tokens"][1], ratio)]
+    uniform += [
+        f"passkey {N}" for N, c in report["contexts"]["pk"].items() if pyramid_is_uniform(c["prefill_tokens"][1], ratio)
+    ]
     if any(r["name"] == "pyramidkv" and not r["fields"] for r in report["rows"]) and uniform:
-        lines.append(f"- pyramidkv (window_size 64, beta 20) gives every layer the same budget at {', '.join(uniform)}: "
-                     "kvpress builds its pyramid only when budget / beta >= window_size")
-    lines.append("- intervals (95%): fc = percentile bootstrap over per-sample copy accuracy; passkey = Wilson score; "
-                 "with so few samples per cell both are wide, and bootstrap intervals from 5 samples are too narrow")
+        lines.append(
+            f"- pyramidkv (window_size 64, beta 20) gives every layer the same budget at {', '.join(uniform)}: "
+            "kvpress builds its pyramid only when budget / beta >= window_size"
+        )
+    lines.append(
+        "- intervals (95%): fc = percentile bootstrap over per-sample copy accuracy; passkey = Wilson score; "
+        "with so few samples per cell both are wide, and bootstrap intervals from 5 samples are too narrow"
+    )
     return "\n".join(lines)
 
 

@@ -65,8 +65,16 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 # method -> largest time ratio to vanilla that passes (None: the baseline)
 TARGETS = {
-    "vanilla": None, "pi": 1.05, "yarn": 1.05, "dynamic_ntk": 1.05, "self_extend": 1.1, "lm_infinite": 1.1,
-    "streamingllm": 2.0, "statedclm": 2.0, "longcache": 2.0, "infini": 1.5,
+    "vanilla": None,
+    "pi": 1.05,
+    "yarn": 1.05,
+    "dynamic_ntk": 1.05,
+    "self_extend": 1.1,
+    "lm_infinite": 1.1,
+    "streamingllm": 2.0,
+    "statedclm": 2.0,
+    "longcache": 2.0,
+    "infini": 1.5,
 }
 METHODS = tuple(TARGETS)
 FOX_TARGET = 1.2
@@ -82,8 +90,9 @@ def method_arguments(name: str, args) -> dict:
     """`--model_args` of one method for a model of context C = args.max_position."""
     context = args.max_position
     budget = args.budget or context // 2
-    bounded = dict(max_context_length=budget, chunk_size=args.chunk or min(512, budget // 4),
-                   sink_length=min(32, budget // 8))
+    bounded = dict(
+        max_context_length=budget, chunk_size=args.chunk or min(512, budget // 4), sink_length=min(32, budget // 8)
+    )
     return {
         "vanilla": {"max_length": max(args.lengths)},
         "pi": {"factor": args.factor},
@@ -116,10 +125,18 @@ def llama_config(args, kv_heads: int, max_position: int):
     from transformers import LlamaConfig
 
     return LlamaConfig(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.intermediate,
-        num_hidden_layers=args.layers, num_attention_heads=args.heads, num_key_value_heads=kv_heads,
-        max_position_embeddings=max_position, rope_theta=args.rope_theta, tie_word_embeddings=False,
-        bos_token_id=1, eos_token_id=2, pad_token_id=3,
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max_position,
+        rope_theta=args.rope_theta,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
     )
 
 
@@ -130,10 +147,19 @@ def fox_config(args, max_position: int, transformer: bool):
 
     config_class = TransformerBaselineConfig if transformer else ForgettingTransformerConfig
     return config_class(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.intermediate,
-        num_hidden_layers=args.layers, num_heads=args.heads, max_position_embeddings=max_position,
-        rope_base=args.rope_theta, fuse_norm=False, fuse_cross_entropy=False, tie_word_embeddings=False,
-        bos_token_id=1, eos_token_id=2, pad_token_id=3,
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.layers,
+        num_heads=args.heads,
+        max_position_embeddings=max_position,
+        rope_base=args.rope_theta,
+        fuse_norm=False,
+        fuse_cross_entropy=False,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
     )
 
 
@@ -158,8 +184,13 @@ def time_scoring(lm, one_request, repeats: int, device: str) -> dict:
             score = lm._loglikelihood_tokens([one_request], disable_tqdm=True)[0]
             sync(device)
             seconds.append(time.perf_counter() - start)
-    return {"seconds": statistics.median(seconds), "all_seconds": seconds, "loglikelihood": float(score[0]),
-            "peak_bytes": memory.start + memory.peak, "scoring_bytes": max(0, memory.peak)}
+    return {
+        "seconds": statistics.median(seconds),
+        "all_seconds": seconds,
+        "loglikelihood": float(score[0]),
+        "peak_bytes": memory.start + memory.peak,
+        "scoring_bytes": max(0, memory.peak),
+    }
 
 
 def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_name: str) -> list[dict]:
@@ -176,10 +207,17 @@ def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_na
         return [{**base, "T": T, "error": f"load: {type(err).__name__}: {err}"} for T in args.lengths]
     for T in args.lengths:
         try:
-            row = {**base, "T": T, **time_scoring(lm, request(T, args.continuation, args.vocab), args.repeats, args.device)}
+            row = {
+                **base,
+                "T": T,
+                **time_scoring(lm, request(T, args.continuation, args.vocab), args.repeats, args.device),
+            }
             row["tokens_per_s"] = T / row["seconds"]
-            print(f"  {label:>22} T={T:>6}: {row['seconds']:.4f} s, {row['tokens_per_s']:,.0f} tok/s, "
-                  f"peak {row['peak_bytes'] / 2**30:.3f} GiB", flush=True)
+            print(
+                f"  {label:>22} T={T:>6}: {row['seconds']:.4f} s, {row['tokens_per_s']:,.0f} tok/s, "
+                f"peak {row['peak_bytes'] / 2**30:.3f} GiB",
+                flush=True,
+            )
         except Exception as err:  # noqa: BLE001
             row = {**base, "T": T, "error": f"{type(err).__name__}: {err}"}
             print(f"  {label:>22} T={T:>6}: error {row['error'][:300]}", flush=True)
@@ -215,16 +253,20 @@ def print_table(rows: list[dict]) -> None:
     def number(value, fmt):
         return "-" if value is None else format(value, fmt)
 
-    print(f"\n{'method':>22} {'T':>6} {'tokens/s':>11} {'time x':>7} {'peak GiB':>9} {'scoring GiB':>12} "
-          f"{'mem x':>6} {'target':>7}  verdict (ratios to {rows[0]['baseline'] if rows else '-'} at the same T)")
+    print(
+        f"\n{'method':>22} {'T':>6} {'tokens/s':>11} {'time x':>7} {'peak GiB':>9} {'scoring GiB':>12} "
+        f"{'mem x':>6} {'target':>7}  verdict (ratios to {rows[0]['baseline'] if rows else '-'} at the same T)"
+    )
     for r in rows:
         gib = lambda key: None if key not in r else r[key] / 2**30  # noqa: E731
         target = "-" if r.get("target") is None else f"<={r['target']}x"
         verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:120]}"
-        print(f"{r['method']:>22} {r['T']:>6} {number(r.get('tokens_per_s'), ',.0f'):>11} "
-              f"{number(r.get('time_ratio'), '.3f'):>7} {number(gib('peak_bytes'), '.3f'):>9} "
-              f"{number(gib('scoring_bytes'), '.3f'):>12} {number(r.get('memory_ratio'), '.2f'):>6} {target:>7}  {verdict}",
-              flush=True)
+        print(
+            f"{r['method']:>22} {r['T']:>6} {number(r.get('tokens_per_s'), ',.0f'):>11} "
+            f"{number(r.get('time_ratio'), '.3f'):>7} {number(gib('peak_bytes'), '.3f'):>9} "
+            f"{number(gib('scoring_bytes'), '.3f'):>12} {number(r.get('memory_ratio'), '.2f'):>6} {target:>7}  {verdict}",
+            flush=True,
+        )
 
 
 def environment(device: str) -> dict:
@@ -238,24 +280,43 @@ def environment(device: str) -> dict:
     except ImportError:
         triton_version = None
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else f"cpu ({os.cpu_count()} cores)"
-    return {"device": name, "torch": torch.__version__, "transformers": transformers.__version__,
-            "triton": triton_version, "cuda": torch.version.cuda, "python": sys.version.split()[0],
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "device": name,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "triton": triton_version,
+        "cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default=None, help="default: bfloat16 on CUDA, float32 on the CPU")
-    parser.add_argument("--tiny", action="store_true", help="a tiny model and T = 256 512 (a CPU run well under a minute)")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
-                        help="subset of methods (vanilla, the baseline, is always run)")
+    parser.add_argument(
+        "--tiny", action="store_true", help="a tiny model and T = 256 512 (a CPU run well under a minute)"
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        default=list(METHODS),
+        help="subset of methods (vanilla, the baseline, is always run)",
+    )
     parser.add_argument("--skip-fox", action="store_true", help="skip FoX vs its matched Transformer")
-    parser.add_argument("--lengths", type=int, nargs="+", help="T, tokens per request (default 4096 16384; tiny 256 512)")
-    parser.add_argument("--continuation", type=int, help="scored tokens at the end of each request (default 64; tiny 32)")
+    parser.add_argument(
+        "--lengths", type=int, nargs="+", help="T, tokens per request (default 4096 16384; tiny 256 512)"
+    )
+    parser.add_argument(
+        "--continuation", type=int, help="scored tokens at the end of each request (default 64; tiny 32)"
+    )
     parser.add_argument("--repeats", type=int, help="timed calls after the warm-up (default 3 on CUDA, 1 on the CPU)")
     for name in ("hidden", "layers", "heads", "kv-heads", "intermediate", "vocab"):
-        parser.add_argument(f"--{name}", type=int, help=f"model {name} (default {SIZES['full'][name.replace('-', '_')]})")
+        parser.add_argument(
+            f"--{name}", type=int, help=f"model {name} (default {SIZES['full'][name.replace('-', '_')]})"
+        )
     parser.add_argument("--max-position", type=int, help="max_position_embeddings C (default 4096; tiny 128)")
     parser.add_argument("--rope-theta", type=float, default=10000.0)
     parser.add_argument("--factor", type=float, default=4.0, help="RoPE extension factor C'/C")
@@ -288,7 +349,6 @@ def parse_args(argv=None):
 def main(argv=None) -> dict:
     args = parse_args(argv)
     import torch
-
     from transformers.utils import logging as transformers_logging
 
     import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
@@ -297,17 +357,27 @@ def main(argv=None) -> dict:
 
     dtype = getattr(torch, args.dtype)
     setup = environment(args.device)
-    print(f"method scoring on {setup['device']} ({args.dtype}), T = {args.lengths}, continuation {args.continuation}, "
-          f"median of {args.repeats} after one warm-up", flush=True)
+    print(
+        f"method scoring on {setup['device']} ({args.dtype}), T = {args.lengths}, continuation {args.continuation}, "
+        f"median of {args.repeats} after one warm-up",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
         work = Path(work)
         main_config = llama_config(args, args.kv_heads, args.max_position)
-        print(f"model: Llama hidden {args.hidden}, {args.layers} layers, {args.heads}/{args.kv_heads} heads, "
-              f"MLP {args.intermediate}, vocab {args.vocab}, C = {args.max_position}", flush=True)
-        llama_dir = save_random_checkpoint(work / "llama", main_config, word_level_tokenizer(), device=args.device, dtype=dtype)
+        print(
+            f"model: Llama hidden {args.hidden}, {args.layers} layers, {args.heads}/{args.kv_heads} heads, "
+            f"MLP {args.intermediate}, vocab {args.vocab}, C = {args.max_position}",
+            flush=True,
+        )
+        llama_dir = save_random_checkpoint(
+            work / "llama", main_config, word_level_tokenizer(), device=args.device, dtype=dtype
+        )
         rows = []
         for method in args.methods:
-            rows += measure_model(method, llama_dir, {"method": method, **method_arguments(method, args)}, args, args.dtype)
+            rows += measure_model(
+                method, llama_dir, {"method": method, **method_arguments(method, args)}, args, args.dtype
+            )
         compare(rows, "vanilla", TARGETS)
         fox_rows, fox_setup = [], None
         if not args.skip_fox:
@@ -318,7 +388,9 @@ def main(argv=None) -> dict:
                 (FOX_TRANSFORMER, fox_config(args, longest, transformer=True), {}),
             )
             for label, config, model_args in contestants:
-                directory = save_random_checkpoint(work / label, config, word_level_tokenizer(), device=args.device, dtype=dtype)
+                directory = save_random_checkpoint(
+                    work / label, config, word_level_tokenizer(), device=args.device, dtype=dtype
+                )
                 fox_rows += measure_model(label, directory, model_args, args, args.dtype)
                 release(args.device)
             compare(fox_rows, FOX_BASELINE, {FOX: FOX_TARGET})
@@ -326,9 +398,17 @@ def main(argv=None) -> dict:
     print_table(rows)
     if fox_rows:
         print_table(fox_rows)
-    result = {**setup, "dtype": args.dtype, "lengths": args.lengths, "continuation": args.continuation,
-              "repeats": args.repeats, "model_config": main_config.to_dict(), "fox_config": fox_setup,
-              "targets": {**TARGETS, FOX: FOX_TARGET}, "rows": rows + fox_rows}
+    result = {
+        **setup,
+        "dtype": args.dtype,
+        "lengths": args.lengths,
+        "continuation": args.continuation,
+        "repeats": args.repeats,
+        "model_config": main_config.to_dict(),
+        "fox_config": fox_setup,
+        "targets": {**TARGETS, FOX: FOX_TARGET},
+        "rows": rows + fox_rows,
+    }
     if args.out_json:
         Path(args.out_json).write_text(json.dumps(result, indent=1, default=str))
     return result

@@ -32,8 +32,6 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 IMPLS = ("ours", "hflm", "torch")
 
 
-
-
 def _window(tokenizer, length: int) -> list[int]:
     import numpy as np
 
@@ -42,7 +40,7 @@ def _window(tokenizer, length: int) -> list[int]:
     from lm_eval_longmem.tasks.perplexity.protocol import book_windows
 
     documents = corpus_documents(load_corpus("shakespeare"), tokenizer)
-    (doc, start), = book_windows(documents, length, 1, np.random.default_rng(length))
+    ((doc, start),) = book_windows(documents, length, 1, np.random.default_rng(length))
     return documents[doc][start : start + length].tolist()
 
 
@@ -52,8 +50,8 @@ def worker(impl: str, length: int, repeats: int) -> dict:
     torch.set_num_threads(os.cpu_count() or 1)
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+    from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     path = str(default_model_dir())
     lm = (LongMemLM if impl == "ours" else HFLM)(pretrained=path, device="cpu", max_length=max(length, 8192))
@@ -76,8 +74,12 @@ def worker(impl: str, length: int, repeats: int) -> dict:
         t0 = time.perf_counter()
         nll = score(ids)
         times.append(time.perf_counter() - t0)
-    return {"impl": impl, "seconds": min(times), "peak_mib": (status_kib("VmHWM") - baseline) / 1024,
-            "ppl": math.exp(nll / (length - 1))}
+    return {
+        "impl": impl,
+        "seconds": min(times),
+        "peak_mib": (status_kib("VmHWM") - baseline) / 1024,
+        "ppl": math.exp(nll / (length - 1)),
+    }
 
 
 def measure(impl: str, length: int, repeats: int) -> dict:
@@ -96,8 +98,10 @@ def main() -> None:
         return
 
     print("perplexity scoring on SmolLM2-135M (CPU): longmem_perplexity's path vs full logits (ratios ours/naive)")
-    print(f"{'L':>6} | {'ours s':>7} {'hflm s':>7} {'torch s':>7} {'t/hflm':>7} {'t/torch':>7} | "
-          f"{'ours MiB':>8} {'hflm MiB':>8} {'torch MiB':>9} {'m/hflm':>7} {'m/torch':>7} | {'ppl ours':>9} {'hflm':>9} {'torch':>9}")
+    print(
+        f"{'L':>6} | {'ours s':>7} {'hflm s':>7} {'torch s':>7} {'t/hflm':>7} {'t/torch':>7} | "
+        f"{'ours MiB':>8} {'hflm MiB':>8} {'torch MiB':>9} {'m/hflm':>7} {'m/torch':>7} | {'ppl ours':>9} {'hflm':>9} {'torch':>9}"
+    )
     for length in args.lengths:
         r = {impl: measure(impl, length, args.repeats) for impl in IMPLS}
         o, h, t = r["ours"], r["hflm"], r["torch"]

@@ -46,17 +46,40 @@ TIMING_METHODS = {
 }
 # Architecture shapes for timing with random weights (native length 8192, as SmolLM2 / Llama-3).
 RANDOM_SHAPES = {
-    "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-                         num_key_value_heads=3, vocab_size=49152, rope_theta=100000.0),
-    "llama-3.2-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
-                         num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0),
-    "llama-3.1-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                         num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0),
+    "smollm2-135m": dict(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=49152,
+        rope_theta=100000.0,
+    ),
+    "llama-3.2-1b": dict(
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        rope_theta=500000.0,
+    ),
+    "llama-3.1-8b": dict(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        rope_theta=500000.0,
+    ),
 }
 NATIVE_LENGTH = 8192
 
 
-def passkey_accuracy(method: str, method_args: dict, length: int, depths: list[int], samples: int, max_length: int | None):
+def passkey_accuracy(
+    method: str, method_args: dict, length: int, depths: list[int], samples: int, max_length: int | None
+):
     """(overall accuracy, per-depth accuracies) of `longmem_passkey` at one length, through lm-eval."""
     import lm_eval
 
@@ -67,7 +90,9 @@ def passkey_accuracy(method: str, method_args: dict, length: int, depths: list[i
     if max_length is not None:
         model_args["max_length"] = max_length
     results = lm_eval.simple_evaluate(
-        model="longmem", model_args=model_args, tasks=["longmem_passkey"],
+        model="longmem",
+        model_args=model_args,
+        tasks=["longmem_passkey"],
         metadata={"pk_lengths": [length], "pk_depths": depths, "pk_samples": samples},
     )
     metrics = results["results"]["longmem_passkey"]
@@ -85,7 +110,9 @@ def load(method: str, args: dict, device: str, dtype, random_shape: str | None, 
 
     chosen = build_method(method, args)
     if random_shape:
-        config = LlamaConfig(max_position_embeddings=NATIVE_LENGTH, tie_word_embeddings=False, **RANDOM_SHAPES[random_shape])
+        config = LlamaConfig(
+            max_position_embeddings=NATIVE_LENGTH, tie_word_embeddings=False, **RANDOM_SHAPES[random_shape]
+        )
         config._attn_implementation = attn_implementation
         chosen.prepare_config(config)
         with torch.device(device):  # initialised where it runs: an 8B model never visits the CPU
@@ -94,7 +121,9 @@ def load(method: str, args: dict, device: str, dtype, random_shape: str | None, 
         source = str(default_model_dir())
         config = AutoConfig.from_pretrained(source)
         chosen.prepare_config(config)
-        model = AutoModelForCausalLM.from_pretrained(source, config=config, attn_implementation=attn_implementation, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, config=config, attn_implementation=attn_implementation, dtype=dtype
+        )
     return chosen.prepare_model(model.to(device)).eval()
 
 
@@ -124,8 +153,12 @@ def main() -> None:
     parser.add_argument("--attn-implementation", default="sdpa", choices=["sdpa", "eager"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default=None, help="default: float32 on the CPU, bfloat16 on CUDA")
-    parser.add_argument("--random-shape", choices=list(RANDOM_SHAPES), default=None,
-                        help="time a random-weight model of this shape instead of SmolLM2 (timing only)")
+    parser.add_argument(
+        "--random-shape",
+        choices=list(RANDOM_SHAPES),
+        default=None,
+        help="time a random-weight model of this shape instead of SmolLM2 (timing only)",
+    )
     parser.add_argument("--skip-control", action="store_true", help="skip vanilla within its native length")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--skip-timing", action="store_true")
@@ -139,13 +172,23 @@ def main() -> None:
         print(f"passkey at {args.length} tokens, depths {args.depths}%, {args.samples} key(s) each:", flush=True)
         rows = []
         if not args.skip_control:
-            rows.append(("vanilla (control)", args.control_length,
-                         passkey_accuracy("vanilla", {}, args.control_length, args.depths, args.samples, None)))
+            rows.append(
+                (
+                    "vanilla (control)",
+                    args.control_length,
+                    passkey_accuracy("vanilla", {}, args.control_length, args.depths, args.samples, None),
+                )
+            )
         for method in args.accuracy_methods:
             method_args = ACCURACY_METHODS[method]
             max_length = args.length + 16 if method == "vanilla" else None
-            rows.append((f"{method} {method_args or ''}".strip(), args.length,
-                         passkey_accuracy(method, method_args, args.length, args.depths, args.samples, max_length)))
+            rows.append(
+                (
+                    f"{method} {method_args or ''}".strip(),
+                    args.length,
+                    passkey_accuracy(method, method_args, args.length, args.depths, args.samples, max_length),
+                )
+            )
         for name, length, (acc, per_depth) in rows:
             depths = "  ".join(f"{d}%: {a:.2f}" for d, a in per_depth.items())
             print(f"  {name:40s} @ {length:6d}: accuracy {acc:.2f}   ({depths})", flush=True)
@@ -156,8 +199,11 @@ def main() -> None:
         vanilla = load("vanilla", {}, args.device, dtype, args.random_shape, args.attn_implementation)
         forward_seconds(vanilla, ids[:, :512])
         shape = args.random_shape or "SmolLM2-135M"
-        print(f"forward cost of {shape} ({dtype}, {args.attn_implementation}, {args.device}) at {length} tokens "
-              f"(median of {args.timing_reps}, alternated with vanilla):", flush=True)
+        print(
+            f"forward cost of {shape} ({dtype}, {args.attn_implementation}, {args.device}) at {length} tokens "
+            f"(median of {args.timing_reps}, alternated with vanilla):",
+            flush=True,
+        )
         for method in args.timing_methods:
             method_args = TIMING_METHODS[method]
             model = load(method, method_args, args.device, dtype, args.random_shape, args.attn_implementation)

@@ -31,10 +31,32 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 from lm_eval_longmem.data.trec import FINE_LABELS  # noqa: E402
 from lm_eval_longmem.tasks.trec_manyshot import longbench_format  # noqa: E402
 
-SUBJECTS = ("the Eiffel Tower", "a blue whale", "Mount Everest", "the Nile", "penicillin", "the Titanic", "jazz",
-            "the Roman Empire", "a hummingbird", "the Moon", "chess", "Beethoven", "the Sahara", "a volcano")
-FORMS = ("What is {s} made of ?", "Who discovered {s} ?", "Where is {s} found ?", "When was {s} first described ?",
-         "How big is {s} ?", "Why is {s} famous ?", "What does {s} stand for ?", "How many people visit {s} ?")
+SUBJECTS = (
+    "the Eiffel Tower",
+    "a blue whale",
+    "Mount Everest",
+    "the Nile",
+    "penicillin",
+    "the Titanic",
+    "jazz",
+    "the Roman Empire",
+    "a hummingbird",
+    "the Moon",
+    "chess",
+    "Beethoven",
+    "the Sahara",
+    "a volcano",
+)
+FORMS = (
+    "What is {s} made of ?",
+    "Who discovered {s} ?",
+    "Where is {s} found ?",
+    "When was {s} first described ?",
+    "How big is {s} ?",
+    "Why is {s} famous ?",
+    "What does {s} stand for ?",
+    "How many people visit {s} ?",
+)
 
 
 def synthetic_question(rng: random.Random) -> str:
@@ -53,6 +75,7 @@ def prompt(n: int, question: str) -> str:
 
 def largest_fitting_shots(lm, questions: list[str], room: int) -> int:
     """Binary search on n: the longest prompt among the questions must leave `room` tokens."""
+
     def fits(n: int) -> bool:
         return max(len(lm.tok_encode(prompt(n, q))) for q in questions) + room <= lm.max_length
 
@@ -84,7 +107,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="alternating repetitions per side (median)")
     parser.add_argument("--gen-tokens", type=int, default=8)
     parser.add_argument(
-        "--threads", type=int, default=0,
+        "--threads",
+        type=int,
+        default=0,
         help="torch threads (0: torch's default). On a CPU shared with other jobs, 1 avoids the "
         "oversubscription that makes every small decoding step tens of times slower",
     )
@@ -120,8 +145,10 @@ def main() -> None:
         tokens = max(len(lm.tok_encode(prompt(shots, q))) for q in questions)
         rows.append((shots, tokens, statistics.median(times[False]), statistics.median(times[True])))
 
-    print(f"\nSmolLM2-135M, {args.questions} questions per shot count, greedy, {args.gen_tokens} new tokens max, "
-          f"median of {args.repeats}; torch threads {torch.get_num_threads()}")
+    print(
+        f"\nSmolLM2-135M, {args.questions} questions per shot count, greedy, {args.gen_tokens} new tokens max, "
+        f"median of {args.repeats}; torch threads {torch.get_num_threads()}"
+    )
     print(f"{'shots':>6} {'prompt tokens':>14} {'no reuse (s)':>13} {'reuse (s)':>10} {'speedup':>8}")
     for shots, tokens, fresh, reused in rows:
         print(f"{shots:>6} {tokens:>14} {fresh:>13.2f} {reused:>10.2f} {fresh / reused:>7.1f}x")

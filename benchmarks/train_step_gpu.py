@@ -45,9 +45,17 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # Hub models a recipe fine-tunes, as config fields: built with random weights, never downloaded.
 HUB_SHAPES = {
     "meta-llama/Llama-2-7b-hf": dict(
-        model_type="llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=32, max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=10000.0,
-        vocab_size=32000, tie_word_embeddings=False,
+        model_type="llama",
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        vocab_size=32000,
+        tie_word_embeddings=False,
     ),
 }
 TINY_WIDTH, TINY_HEADS, TINY_LAYERS, TINY_SEQ_LEN = 64, 4, 2, 128
@@ -59,8 +67,14 @@ def architecture_edits(fields: dict, tiny: bool, layers: int) -> dict:
     """Config fields that shrink an architecture (`--tiny`) or cut its depth (`--layers`)."""
     edits = {}
     if tiny:
-        sizes = {"hidden_size": TINY_WIDTH, "num_hidden_layers": TINY_LAYERS, "num_heads": TINY_HEADS,
-                 "num_attention_heads": TINY_HEADS, "num_key_value_heads": TINY_HEADS, "head_dim": TINY_WIDTH // TINY_HEADS}
+        sizes = {
+            "hidden_size": TINY_WIDTH,
+            "num_hidden_layers": TINY_LAYERS,
+            "num_heads": TINY_HEADS,
+            "num_attention_heads": TINY_HEADS,
+            "num_key_value_heads": TINY_HEADS,
+            "head_dim": TINY_WIDTH // TINY_HEADS,
+        }
         edits = {k: v for k, v in sizes.items() if k in fields}
         if "intermediate_size" in fields:
             edits["intermediate_size"] = round(fields["intermediate_size"] * TINY_WIDTH / fields["hidden_size"])
@@ -72,9 +86,17 @@ def architecture_edits(fields: dict, tiny: bool, layers: int) -> dict:
 def recipe_overrides(args, output_dir: str, micro_batch: int, grad_accum: int) -> list[str]:
     """The recipe's training settings, shortened to a benchmark: a few steps, nothing written but metrics."""
     values = {
-        "data": "shakespeare", "max_steps": args.steps, "micro_batch_size": micro_batch, "grad_accum_steps": grad_accum,
-        "gradient_checkpointing": "true", "output_dir": output_dir, "save_every": 0, "export": "false",
-        "progress_bar": "false", "resume": "never", "log_every": 1,
+        "data": "shakespeare",
+        "max_steps": args.steps,
+        "micro_batch_size": micro_batch,
+        "grad_accum_steps": grad_accum,
+        "gradient_checkpointing": "true",
+        "output_dir": output_dir,
+        "save_every": 0,
+        "export": "false",
+        "progress_bar": "false",
+        "resume": "never",
+        "log_every": 1,
     }
     if args.seq_len:
         values["seq_len"] = args.seq_len
@@ -122,7 +144,9 @@ class TrainingProbe:
         # hooks run once; a pre-hook, since the recomputation may stop before a forward hook would run.
         part = next(layer.children(), None) if layer is not None else None
         if part is not None:
-            self.hooks.append(part.register_forward_pre_hook(lambda *_: setattr(self, "layer_calls", self.layer_calls + 1)))
+            self.hooks.append(
+                part.register_forward_pre_hook(lambda *_: setattr(self, "layer_calls", self.layer_calls + 1))
+            )
 
 
 def parameter_count(recipe, base_config) -> int:
@@ -146,8 +170,10 @@ def fit_note(params: int, capacity: int) -> str:
     static = params * BYTES_PER_TRAINED_PARAM
     if static <= capacity:
         return ""
-    return (f"does not fit: {params / 1e9:.2f}B params x {BYTES_PER_TRAINED_PARAM} B (fp32 weights, grads, "
-            f"AdamW m+v) = {static / GIB:.0f} GiB > {capacity / GIB:.0f} GiB before activations")
+    return (
+        f"does not fit: {params / 1e9:.2f}B params x {BYTES_PER_TRAINED_PARAM} B (fp32 weights, grads, "
+        f"AdamW m+v) = {static / GIB:.0f} GiB > {capacity / GIB:.0f} GiB before activations"
+    )
 
 
 def base_config_for(recipe, edits_for):
@@ -230,8 +256,11 @@ def accumulation_check(args, recipe_name: str, extra: list[str], micro_batch: in
         recipe = load_recipe(recipe_name, [*recipe_overrides(args, out, 1, micro_batch * args.grad_accum), *extra])
         log(recipe_name, f"accumulation check: micro-batch 1 x {recipe.grad_accum_steps} accumulated")
         losses = train_and_watch(recipe, args.device)["losses"]
-    return {"grad_accum_1_losses": first_losses, f"grad_accum_{recipe.grad_accum_steps}_losses": losses,
-            "first_step_ratio": losses[0] / first_losses[0]}
+    return {
+        "grad_accum_1_losses": first_losses,
+        f"grad_accum_{recipe.grad_accum_steps}_losses": losses,
+        "first_step_ratio": losses[0] / first_losses[0],
+    }
 
 
 def measure(args, recipe_name: str) -> dict:
@@ -256,13 +285,21 @@ def measure(args, recipe_name: str) -> dict:
             shape = [f"model={model_dir}"]
             tokenizer = use_embedded_tokenizer(base_config)
             if shipped.model in HUB_SHAPES and base_config.vocab_size != HUB_SHAPES[shipped.model]["vocab_size"]:
-                row["note"] = (f"vocab {base_config.vocab_size} (embedded tokenizer), "
-                               f"not {HUB_SHAPES[shipped.model]['vocab_size']}")
+                row["note"] = (
+                    f"vocab {base_config.vocab_size} (embedded tokenizer), "
+                    f"not {HUB_SHAPES[shipped.model]['vocab_size']}"
+                )
         recipe = load_recipe(recipe_name, [*recipe_overrides(args, out, micro_batch, args.grad_accum), *shape])
         params = parameter_count(recipe, base_config)
         layers = (base_config.to_dict() if base_config is not None else recipe.model_config).get("num_hidden_layers")
-        row.update(params=params, layers=layers, seq_len=recipe.seq_len, micro_batch=micro_batch,
-                   grad_accum=recipe.grad_accum_steps, steps=recipe.max_steps)
+        row.update(
+            params=params,
+            layers=layers,
+            seq_len=recipe.seq_len,
+            micro_batch=micro_batch,
+            grad_accum=recipe.grad_accum_steps,
+            steps=recipe.max_steps,
+        )
         note = fit_note(params, torch.cuda.get_device_properties(0).total_memory) if args.device == "cuda" else ""
         if note:
             row.update(does_not_fit=True, note="; ".join(n for n in (note, row.get("note")) if n))
@@ -270,8 +307,11 @@ def measure(args, recipe_name: str) -> dict:
         if base_config is not None:
             log(recipe_name, f"saving a random-weight {base_config.model_type} ({params / 1e6:.1f}M params)")
             save_random_checkpoint(model_dir, base_config, tokenizer)  # bf16 on disk; the loop loads fp32
-        log(recipe_name, f"training {recipe.max_steps} steps: {params / 1e6:.1f}M params, {layers} layers, "
-                         f"seq_len {recipe.seq_len}, micro-batch {micro_batch} x {recipe.grad_accum_steps}")
+        log(
+            recipe_name,
+            f"training {recipe.max_steps} steps: {params / 1e6:.1f}M params, {layers} layers, "
+            f"seq_len {recipe.seq_len}, micro-batch {micro_batch} x {recipe.grad_accum_steps}",
+        )
         row.update(train_and_watch(recipe, args.device))
         if args.tiny and args.device == "cpu" and micro_batch * args.grad_accum > 1:
             row["accumulation_check"] = accumulation_check(args, recipe_name, shape, micro_batch, row["losses"])
@@ -298,14 +338,34 @@ def run_worker(args, recipe: str, layers: int = 0) -> dict:
     known = {"recipe": recipe, "layers": layers or None, "cut_depth": bool(layers)}
     with tempfile.TemporaryDirectory() as tmp:
         row_json = os.path.join(tmp, "row.json")
-        command = [sys.executable, os.path.abspath(__file__), "--worker", recipe, "--row-json", row_json,
-                   "--device", args.device, "--steps", str(args.steps), "--grad-accum", str(args.grad_accum),
-                   "--micro-batch", str(args.micro_batch), "--layers", str(layers),
-                   "--seq-len", str(args.seq_len), "--mixed-precision", args.mixed_precision]
+        command = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--worker",
+            recipe,
+            "--row-json",
+            row_json,
+            "--device",
+            args.device,
+            "--steps",
+            str(args.steps),
+            "--grad-accum",
+            str(args.grad_accum),
+            "--micro-batch",
+            str(args.micro_batch),
+            "--layers",
+            str(layers),
+            "--seq-len",
+            str(args.seq_len),
+            "--mixed-precision",
+            args.mixed_precision,
+        ]
         if args.tiny:
             command.append("--tiny")
         try:
-            env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""} if args.device == "cpu" else None  # accelerate takes a GPU it sees
+            env = (
+                {**os.environ, "CUDA_VISIBLE_DEVICES": ""} if args.device == "cpu" else None
+            )  # accelerate takes a GPU it sees
             code = subprocess.run(command, timeout=args.timeout or None, env=env).returncode
         except subprocess.TimeoutExpired:
             return {**known, "error": f"timed out after {args.timeout} s"}
@@ -315,15 +375,24 @@ def run_worker(args, recipe: str, layers: int = 0) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| recipe | params | seq_len | dtype (params / compute) | grad ckpt | tokens/s | peak GPU GiB | loss | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| recipe | params | seq_len | dtype (params / compute) | grad ckpt | tokens/s | peak GPU GiB | loss | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         name = r["recipe"] + (f" ({r['layers']} layers)" if r.get("cut_depth") else "")
         if "tokens_per_second" in r:
             ckpt = f"{r['grad_checkpointing']} (layer ran {r['layer_calls_per_micro_batch']:g}x)"
             peak = f"{r['peak_gpu_memory_gib']:.1f}" if r["peak_gpu_memory_gib"] is not None else "-"
-            cells = [f"{r['params'] / 1e6:,.1f}M", str(r["seq_len"]), f"{r['param_dtype']} / {r['compute_dtype']}", ckpt,
-                     f"{r['tokens_per_second']:,.0f}", peak, f"{r['loss']:.4f}"]
+            cells = [
+                f"{r['params'] / 1e6:,.1f}M",
+                str(r["seq_len"]),
+                f"{r['param_dtype']} / {r['compute_dtype']}",
+                ckpt,
+                f"{r['tokens_per_second']:,.0f}",
+                peak,
+                f"{r['loss']:.4f}",
+            ]
         else:
             params = f"{r['params'] / 1e6:,.1f}M" if "params" in r else "-"
             cells = [params, str(r.get("seq_len", "-")), "-", "-", "-", "-", "-"]
@@ -339,16 +408,32 @@ def main() -> None:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--recipes", nargs="+", default=["fox", "yarn"])
     parser.add_argument("--steps", type=int, default=0, help="optimizer steps (default 3 on CUDA, 2 on the CPU)")
-    parser.add_argument("--seq-len", type=int, default=0, help="training length (default: the recipe's; 128 with --tiny)")
+    parser.add_argument(
+        "--seq-len", type=int, default=0, help="training length (default: the recipe's; 128 with --tiny)"
+    )
     parser.add_argument("--micro-batch", type=int, default=0, help="default: the recipe's (2 with --tiny)")
-    parser.add_argument("--grad-accum", type=int, default=1,
-                        help="micro-batches per step (default 1: the recipes' 32 only repeat the same micro-step)")
-    parser.add_argument("--mixed-precision", choices=["", "auto", "no", "bf16", "fp16"], default="",
-                        help="default: the recipe's (auto: bf16 on GPUs that have it, fp32 on the CPU)")
-    parser.add_argument("--tiny", action="store_true", help=f"{TINY_LAYERS} blocks x {TINY_WIDTH} at {TINY_SEQ_LEN} tokens")
+    parser.add_argument(
+        "--grad-accum",
+        type=int,
+        default=1,
+        help="micro-batches per step (default 1: the recipes' 32 only repeat the same micro-step)",
+    )
+    parser.add_argument(
+        "--mixed-precision",
+        choices=["", "auto", "no", "bf16", "fp16"],
+        default="",
+        help="default: the recipe's (auto: bf16 on GPUs that have it, fp32 on the CPU)",
+    )
+    parser.add_argument(
+        "--tiny", action="store_true", help=f"{TINY_LAYERS} blocks x {TINY_WIDTH} at {TINY_SEQ_LEN} tokens"
+    )
     parser.add_argument("--layers", type=int, default=0, help="cut every shape to this many layers")
-    parser.add_argument("--fallback-layers", type=int, default=4,
-                        help="layers to run a shape that does not fit with (0: report it only)")
+    parser.add_argument(
+        "--fallback-layers",
+        type=int,
+        default=4,
+        help="layers to run a shape that does not fit with (0: report it only)",
+    )
     parser.add_argument("--timeout", type=int, default=0, help="seconds per recipe (0: none)")
     parser.add_argument("--out-json", default="")
     parser.add_argument("--worker", default="", help=argparse.SUPPRESS)
@@ -373,7 +458,9 @@ def main() -> None:
             log(recipe, f"{rows[-1]['note']}; running it cut to {args.fallback_layers} layers")
             rows.append(run_worker(args, recipe, args.fallback_layers))
         if args.out_json:  # written after every recipe: a later crash keeps the earlier rows
-            Path(args.out_json).write_text(json.dumps({"device": args.device, "tiny": args.tiny, "rows": rows}, indent=1))
+            Path(args.out_json).write_text(
+                json.dumps({"device": args.device, "tiny": args.tiny, "rows": rows}, indent=1)
+            )
     names = sorted({r["device_name"] for r in rows if "device_name" in r})
     print(f"{', '.join(names) or args.device}, {args.steps} steps, gradient checkpointing on:", flush=True)
     print(table(rows), flush=True)

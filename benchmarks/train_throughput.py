@@ -33,8 +33,10 @@ from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
 def ours(recipe_name: str, overrides: list[str], warmup: int) -> float:
     """Median tokens/s per step of our loop (from its metrics.jsonl)."""
     with tempfile.TemporaryDirectory() as out:
-        recipe = load_recipe(recipe_name, [*overrides, f"output_dir={out}", "save_every=0", "export=false",
-                                           "progress_bar=false", "resume=never"])
+        recipe = load_recipe(
+            recipe_name,
+            [*overrides, f"output_dir={out}", "save_every=0", "export=false", "progress_bar=false", "resume=never"],
+        )
         train(recipe)
         rates = [m["tokens_per_second"] for m in read_metrics(out)][warmup:]
     return statistics.median(rates)
@@ -68,18 +70,35 @@ def trainer(recipe_name: str, overrides: list[str], warmup: int) -> float:
     recipe = load_recipe(recipe_name, overrides)
     trainable = load_pretrained(recipe)
     chunks = packed_chunks(open_text_source(recipe.data), trainable.tokenizer, recipe.seq_len)
-    rows = [{"input_ids": torch.from_numpy(c.astype("int64")), "labels": torch.from_numpy(c.astype("int64"))} for c in chunks]
+    rows = [
+        {"input_ids": torch.from_numpy(c.astype("int64")), "labels": torch.from_numpy(c.astype("int64"))}
+        for c in chunks
+    ]
     clock = StepClock()
     cuda = torch.cuda.is_available()
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(
-            output_dir=out, per_device_train_batch_size=recipe.micro_batch_size,
-            gradient_accumulation_steps=recipe.grad_accum_steps, max_steps=recipe.max_steps, learning_rate=recipe.lr,
-            lr_scheduler_type=recipe.lr_schedule, warmup_steps=recipe.warmup_steps, weight_decay=recipe.weight_decay,
-            adam_beta1=recipe.adam_beta1, adam_beta2=recipe.adam_beta2, adam_epsilon=recipe.adam_eps,
-            max_grad_norm=recipe.max_grad_norm, optim="adamw_torch", save_strategy="no", report_to=[],
-            logging_steps=10**6, disable_tqdm=True, use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
-            seed=recipe.seed, dataloader_num_workers=0,
+            output_dir=out,
+            per_device_train_batch_size=recipe.micro_batch_size,
+            gradient_accumulation_steps=recipe.grad_accum_steps,
+            max_steps=recipe.max_steps,
+            learning_rate=recipe.lr,
+            lr_scheduler_type=recipe.lr_schedule,
+            warmup_steps=recipe.warmup_steps,
+            weight_decay=recipe.weight_decay,
+            adam_beta1=recipe.adam_beta1,
+            adam_beta2=recipe.adam_beta2,
+            adam_epsilon=recipe.adam_eps,
+            max_grad_norm=recipe.max_grad_norm,
+            optim="adamw_torch",
+            save_strategy="no",
+            report_to=[],
+            logging_steps=10**6,
+            disable_tqdm=True,
+            use_cpu=not cuda,
+            bf16=cuda and torch.cuda.is_bf16_supported(),
+            seed=recipe.seed,
+            dataloader_num_workers=0,
         )
         trainable.model.config.use_cache = False
         Trainer(model=trainable.model, args=args, train_dataset=rows, callbacks=[clock]).train()
@@ -98,8 +117,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("overrides", nargs="*", help="further recipe key=value overrides (e.g. model=<dir>)")
     args = parser.parse_args()
-    overrides = [f"seq_len={args.seq_len}", f"micro_batch_size={args.micro_batch}", f"grad_accum_steps={args.grad_accum}",
-                 f"max_steps={args.steps}", *args.overrides]
+    overrides = [
+        f"seq_len={args.seq_len}",
+        f"micro_batch_size={args.micro_batch}",
+        f"grad_accum_steps={args.grad_accum}",
+        f"max_steps={args.steps}",
+        *args.overrides,
+    ]
     results = {"ours": [], "trainer": []}
     for _ in range(args.repeats):
         results["ours"].append(ours(args.recipe, overrides, args.warmup))

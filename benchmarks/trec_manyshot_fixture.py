@@ -50,7 +50,9 @@ def main() -> None:
     print(f"\nSmolLM2-135M ({args.model}, {model_args}) on FIXTURE questions (16 test questions per shot count):")
     for shots in protocol["shots"]:
         key = f"acc@{shots:04d}shots,none"
-        print(f"  {shots:4d} shots  acc {metrics[key]:.3f}  (longest prompt {protocol['max_prompt_tokens'][str(shots)]} tokens)")
+        print(
+            f"  {shots:4d} shots  acc {metrics[key]:.3f}  (longest prompt {protocol['max_prompt_tokens'][str(shots)]} tokens)"
+        )
     print(f"  overall      acc {metrics['acc,none']:.3f}   [{seconds:.0f} s]")
     chance = 1 / 50
     print(f"  (50 classes: uniform guessing scores {chance:.2f})")

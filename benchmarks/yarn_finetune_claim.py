@@ -55,7 +55,7 @@ def write_training_text(plays: list[str], folder: Path, context: int, chars_per_
         play = rng.choice(plays)
         size = int(rng.randint(8, context // 2 - 2) * chars_per_token)
         start = rng.randrange(0, len(play) - size)
-        passage = play[start:start + size]
+        passage = play[start : start + size]
         repeats.append(f"{passage}\n{passage}")
         budget -= 2 * size
     for i, play in enumerate(plays):
@@ -73,9 +73,15 @@ def write_tokenizer(plays: list[str], folder: Path, vocab_size: int) -> Path:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(plays, trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    bpe.train_from_iterator(
+        plays,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     special = "<|endoftext|>"
     PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=special, eos_token=special).save_pretrained(folder)
     return folder
@@ -93,8 +99,10 @@ def run_recipe(name: str, overrides: list[str]) -> dict:
     """One training run through the shipped recipe with overrides; returns its summary."""
     started = time.perf_counter()
     summary = train(load_recipe(name, overrides + ["save_every=0", "progress_bar=false"]))
-    print(f"{name}: {summary['steps']} steps, {summary['tokens']:,} tokens, {time.perf_counter() - started:.0f} s",
-          flush=True)
+    print(
+        f"{name}: {summary['steps']} steps, {summary['tokens']:,} tokens, {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     return summary
 
 
@@ -107,14 +115,19 @@ def evaluate(model_args: dict, metadata: dict) -> tuple[dict[int, tuple[float, f
 
     lm_eval_longmem.register()
     results = lm_eval.simple_evaluate(
-        model="longmem", model_args={"device": "cpu", **model_args},
-        tasks=["forgetting_curve", "longmem_perplexity"], metadata=metadata,
+        model="longmem",
+        model_args={"device": "cpu", **model_args},
+        tasks=["forgetting_curve", "longmem_perplexity"],
+        metadata=metadata,
     )["results"]
     curve = results["forgetting_curve"]["curve,none"]
     points = curve["points"] if isinstance(curve, dict) and "points" in curve else curve
     copy = {int(p["length"]): (p["copy_mean"], p["lm_mean"]) for p in points}
-    ppl = {int(key.split("@")[1].split(",")[0]): value for key, value in results["longmem_perplexity"].items()
-           if key.startswith("ppl@") and isinstance(value, (int, float))}
+    ppl = {
+        int(key.split("@")[1].split(",")[0]): value
+        for key, value in results["longmem_perplexity"].items()
+        if key.startswith("ppl@") and isinstance(value, (int, float))
+    }
     return copy, ppl
 
 
@@ -137,7 +150,7 @@ def main() -> None:
     started = time.perf_counter()
 
     plays = load_shakespeare().documents
-    train_plays = list(plays[:-HELD_OUT_PLAYS][:args.train_plays])
+    train_plays = list(plays[:-HELD_OUT_PLAYS][: args.train_plays])
     work = Path(tempfile.mkdtemp(prefix="yarn_finetune_claim_"))
     tokenizer = write_tokenizer(train_plays, work / "tokenizer", args.vocab)
     write_training_text(train_plays, work / "train", c, measure_chars_per_token(tokenizer, train_plays), seed=0)
@@ -145,25 +158,62 @@ def main() -> None:
     for i, play in enumerate(plays[-HELD_OUT_PLAYS:]):
         (work / "held_out" / f"{i:02d}.txt").write_text(play, encoding="utf-8")
 
-    llama = {"model_type": "llama", "hidden_size": args.hidden, "intermediate_size": 4 * args.hidden,
-             "num_hidden_layers": args.layers, "num_attention_heads": args.hidden // 32,
-             "num_key_value_heads": args.hidden // 32, "max_position_embeddings": c, "rope_theta": 10000.0,
-             "tie_word_embeddings": True}
-    base = run_recipe("tiny-transformer", [
-        "model_config={" + ", ".join(f"{k}: {v}" for k, v in llama.items()) + "}", f"tokenizer={tokenizer}",
-        f"data={work / 'train'}", f"seq_len={c}", f"max_steps={args.pretrain_steps}",
-        "micro_batch_size=8", "warmup_steps=50", f"output_dir={work / 'base'}"])["export"]
+    llama = {
+        "model_type": "llama",
+        "hidden_size": args.hidden,
+        "intermediate_size": 4 * args.hidden,
+        "num_hidden_layers": args.layers,
+        "num_attention_heads": args.hidden // 32,
+        "num_key_value_heads": args.hidden // 32,
+        "max_position_embeddings": c,
+        "rope_theta": 10000.0,
+        "tie_word_embeddings": True,
+    }
+    base = run_recipe(
+        "tiny-transformer",
+        [
+            "model_config={" + ", ".join(f"{k}: {v}" for k, v in llama.items()) + "}",
+            f"tokenizer={tokenizer}",
+            f"data={work / 'train'}",
+            f"seq_len={c}",
+            f"max_steps={args.pretrain_steps}",
+            "micro_batch_size=8",
+            "warmup_steps=50",
+            f"output_dir={work / 'base'}",
+        ],
+    )["export"]
     yarn_args = dict(load_recipe("tiny-yarn").method_args, factor=float(FACTOR))
-    tuned = run_recipe("tiny-yarn", [
-        f"model={base}", f"method_args.factor={FACTOR}", f"data={work / 'train'}", f"seq_len={FACTOR * c}",
-        f"max_steps={args.finetune_steps}", "micro_batch_size=2", f"lr={args.finetune_lr}", "warmup_steps=5",
-        f"output_dir={work / 'yarn_ft'}"])["export"]
+    tuned = run_recipe(
+        "tiny-yarn",
+        [
+            f"model={base}",
+            f"method_args.factor={FACTOR}",
+            f"data={work / 'train'}",
+            f"seq_len={FACTOR * c}",
+            f"max_steps={args.finetune_steps}",
+            "micro_batch_size=2",
+            f"lr={args.finetune_lr}",
+            "warmup_steps=5",
+            f"output_dir={work / 'yarn_ft'}",
+        ],
+    )["export"]
     # Fine-tuning also just trains more; the control gets the same steps, tokens and lr at C with
     # plain RoPE, then the same training-free YaRN, so the difference is training at 4C with YaRN.
-    control = run_recipe("tiny-yarn", [
-        f"model={base}", "method=vanilla", "method_args={}", f"data={work / 'train'}", f"seq_len={c}",
-        f"max_steps={args.finetune_steps}", "micro_batch_size=8", f"lr={args.finetune_lr}", "warmup_steps=5",
-        f"output_dir={work / 'control'}"])["export"]
+    control = run_recipe(
+        "tiny-yarn",
+        [
+            f"model={base}",
+            "method=vanilla",
+            "method_args={}",
+            f"data={work / 'train'}",
+            f"seq_len={c}",
+            f"max_steps={args.finetune_steps}",
+            "micro_batch_size=8",
+            f"lr={args.finetune_lr}",
+            "warmup_steps=5",
+            f"output_dir={work / 'control'}",
+        ],
+    )["export"]
 
     settings = {
         "base": {"pretrained": base, "method": "vanilla", "max_length": FACTOR * c},
@@ -172,14 +222,22 @@ def main() -> None:
         "yarn fine-tuned": {"pretrained": tuned},
     }
     held_out = str(work / "held_out")
-    metadata = {"fc_lengths": lengths, "fc_samples": args.fc_samples, "fc_corpus": held_out,
-                "ppl_lengths": ppl_lengths, "ppl_windows": args.ppl_windows, "ppl_corpus": held_out}
+    metadata = {
+        "fc_lengths": lengths,
+        "fc_samples": args.fc_samples,
+        "fc_corpus": held_out,
+        "ppl_lengths": ppl_lengths,
+        "ppl_windows": args.ppl_windows,
+        "ppl_corpus": held_out,
+    }
     measured = {name: evaluate(model_args, metadata) for name, model_args in settings.items()}
     curves = {name: copy for name, (copy, _) in measured.items()}
     ppl = {name: perplexity for name, (_, perplexity) in measured.items()}
     names = list(settings)
 
-    print(f"\ntrained at C={c} on {len(train_plays)} plays, YaRN factor {FACTOR}; evaluated on {HELD_OUT_PLAYS} held-out plays")
+    print(
+        f"\ntrained at C={c} on {len(train_plays)} plays, YaRN factor {FACTOR}; evaluated on {HELD_OUT_PLAYS} held-out plays"
+    )
     print(f"\nperplexity ({args.ppl_windows} windows per length)")
     print(f"{'tokens':>6} " + " ".join(f"{n:>19}" for n in names))
     for length in ppl_lengths:
@@ -200,19 +258,26 @@ def main() -> None:
 
     learned = mean("base", inside) - mean("base", inside, 1)
     gain = mean("yarn fine-tuned", beyond) - mean("control + yarn t-f", beyond)
-    print(f"\nbase inside C: copy - LM = {learned:+.3f} ({'copies' if learned > 0.1 else 'does NOT clearly copy'}); "
-          f"beyond C mean copy: base {mean('base', beyond):.3f}, training-free {mean('yarn training-free', beyond):.3f}, "
-          f"control {mean('control + yarn t-f', beyond):.3f}, fine-tuned {mean('yarn fine-tuned', beyond):.3f}")
+    print(
+        f"\nbase inside C: copy - LM = {learned:+.3f} ({'copies' if learned > 0.1 else 'does NOT clearly copy'}); "
+        f"beyond C mean copy: base {mean('base', beyond):.3f}, training-free {mean('yarn training-free', beyond):.3f}, "
+        f"control {mean('control + yarn t-f', beyond):.3f}, fine-tuned {mean('yarn fine-tuned', beyond):.3f}"
+    )
     if learned > 0.1:
         verdict = "SUPPORTED" if gain > 0.02 else "NOT supported"
         print(f"copy verdict: claim {verdict} at this scale (fine-tuned - control copy accuracy beyond C: {gain:+.3f})")
     else:
         print("copy verdict: NOT TESTED (the base model does not copy, so there is no copying to keep)")
     for length in ppl_lengths[1:]:
-        tuned_ppl, control_ppl = ppl["yarn fine-tuned"].get(length, math.nan), ppl["control + yarn t-f"].get(length, math.nan)
-        print(f"perplexity at {length} tokens: fine-tuned {tuned_ppl:.2f} vs control {control_ppl:.2f} "
-              f"(ratio {tuned_ppl / control_ppl:.3f}), training-free {ppl['yarn training-free'].get(length, math.nan):.2f}, "
-              f"base {ppl['base'].get(length, math.nan):.2f}")
+        tuned_ppl, control_ppl = (
+            ppl["yarn fine-tuned"].get(length, math.nan),
+            ppl["control + yarn t-f"].get(length, math.nan),
+        )
+        print(
+            f"perplexity at {length} tokens: fine-tuned {tuned_ppl:.2f} vs control {control_ppl:.2f} "
+            f"(ratio {tuned_ppl / control_ppl:.3f}), training-free {ppl['yarn training-free'].get(length, math.nan):.2f}, "
+            f"base {ppl['base'].get(length, math.nan):.2f}"
+        )
     print(f"total time {time.perf_counter() - started:.0f} s; runs in {work}")
 
 

@@ -69,9 +69,9 @@ def print_user_error(error: LongMemError, program: str = "lm_eval") -> None:
 
 INTERRUPTED_HINTS = {
     "lm_eval": "requests already scored are kept in the --use_cache database if you passed one: rerun the same "
-               "command to resume",
+    "command to resume",
     "lm-eval-longmem": "rerun the same command to resume (training from its last checkpoint, a sweep from its "
-                       "finished runs)",
+    "finished runs)",
 }
 
 

@@ -37,39 +37,108 @@ class Part:
     env: dict = field(default_factory=dict)
 
 
-PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "not slow", "-q", "-rfEs", "--timeout", "600")
+PYTEST = (
+    "-m",
+    "pytest",
+    "-p",
+    "no:cacheprovider",
+    "-o",
+    "addopts=",
+    "-m",
+    "not slow",
+    "-q",
+    "-rfEs",
+    "--timeout",
+    "600",
+)
 PARTS = (
     Part(
         "cuda-tests",
         "every CUDA test of the fast tier (compiled Triton, band attention, FoX bf16, bounded caches and Infini on CUDA)",
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
-        240, 100, junit_name="cuda-tests.xml",
+        240,
+        100,
+        junit_name="cuda-tests.xml",
     ),
     Part(
         "kernel-speed",
         "forgetting-attention kernel vs SDPA causal and fla, bf16, B=1 H=16, fwd and fwd+bwd; decode vs a long cache",
-        ("benchmarks/forgetting_attention.py", "--head-dims", "64", "128", "--lengths", "4096", "16384", "65536",
-         "--decode-length", "65536", "--out-json", "{out}/kernel-speed.json"),
-        ("benchmarks/forgetting_attention.py", "--head-dims", "64", "--lengths", "4096",
-         "--decode-length", "16384", "--out-json", "{out}/kernel-speed.json"),
-        330, 50, json_name="kernel-speed.json",
+        (
+            "benchmarks/forgetting_attention.py",
+            "--head-dims",
+            "64",
+            "128",
+            "--lengths",
+            "4096",
+            "16384",
+            "65536",
+            "--decode-length",
+            "65536",
+            "--out-json",
+            "{out}/kernel-speed.json",
+        ),
+        (
+            "benchmarks/forgetting_attention.py",
+            "--head-dims",
+            "64",
+            "--lengths",
+            "4096",
+            "--decode-length",
+            "16384",
+            "--out-json",
+            "{out}/kernel-speed.json",
+        ),
+        330,
+        50,
+        json_name="kernel-speed.json",
     ),
     Part(
         "method-speed",
         "every longmem method's scoring throughput and peak memory on a random-weight ~1B Llama, bf16, as ratios to vanilla",
-        ("benchmarks/method_scoring.py", "--device", "cuda", "--dtype", "bfloat16", "--lengths", "4096", "16384",
-         "--continuation", "64", "--repeats", "3", "--out-json", "{out}/method-speed.json"),
-        ("benchmarks/method_scoring.py", "--device", "cuda", "--dtype", "bfloat16", "--lengths", "2048",
-         "--layers", "4", "--repeats", "2", "--out-json", "{out}/method-speed.json"),
-        540, 60, json_name="method-speed.json",
+        (
+            "benchmarks/method_scoring.py",
+            "--device",
+            "cuda",
+            "--dtype",
+            "bfloat16",
+            "--lengths",
+            "4096",
+            "16384",
+            "--continuation",
+            "64",
+            "--repeats",
+            "3",
+            "--out-json",
+            "{out}/method-speed.json",
+        ),
+        (
+            "benchmarks/method_scoring.py",
+            "--device",
+            "cuda",
+            "--dtype",
+            "bfloat16",
+            "--lengths",
+            "2048",
+            "--layers",
+            "4",
+            "--repeats",
+            "2",
+            "--out-json",
+            "{out}/method-speed.json",
+        ),
+        540,
+        60,
+        json_name="method-speed.json",
     ),
     Part(
         "train-step",
         "bf16 training steps of the fox and yarn recipe shapes with gradient checkpointing",
         ("benchmarks/train_step_gpu.py", "--device", "cuda", "--out-json", "{out}/train-step.json"),
         ("benchmarks/train_step_gpu.py", "--device", "cuda", "--tiny", "--out-json", "{out}/train-step.json"),
-        300, 90, json_name="train-step.json",
+        300,
+        90,
+        json_name="train-step.json",
     ),
 )
 
@@ -77,8 +146,16 @@ PARTS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes: the whole check in about 5 minutes")
-    parser.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "gpu-report"), help="report folder (default $OUT, else ./gpu-report)")
-    parser.add_argument("--only", default=",".join(p.name for p in PARTS), help="comma-separated parts: " + ", ".join(p.name for p in PARTS))
+    parser.add_argument(
+        "--out",
+        default=os.environ.get("OUT") or str(REPO / "gpu-report"),
+        help="report folder (default $OUT, else ./gpu-report)",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(p.name for p in PARTS),
+        help="comma-separated parts: " + ", ".join(p.name for p in PARTS),
+    )
     parser.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
     return parser
 
@@ -104,8 +181,9 @@ def run_part(part: Part, quick: bool, out: Path) -> dict:
     start = time.monotonic()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **part.env}
     lines: list[str] = []
-    with subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          start_new_session=True) as proc:
+    with subprocess.Popen(
+        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    ) as proc:
         timed_out = False
         try:
             for line in _lines_until(proc, start + cap):
@@ -115,8 +193,14 @@ def run_part(part: Part, quick: bool, out: Path) -> dict:
             timed_out = True
             os.killpg(proc.pid, 9)
         code = proc.wait()
-    result = dict(part=part.name, what=part.what, command=shlex.join(argv[1:]), seconds=round(time.monotonic() - start, 1),
-                  status="timed out" if timed_out else ("ok" if code == 0 else f"failed (exit {code})"), log="".join(lines))
+    result = dict(
+        part=part.name,
+        what=part.what,
+        command=shlex.join(argv[1:]),
+        seconds=round(time.monotonic() - start, 1),
+        status="timed out" if timed_out else ("ok" if code == 0 else f"failed (exit {code})"),
+        log="".join(lines),
+    )
     if part.json_name and (out / part.json_name).exists():
         result["data"] = json.loads((out / part.json_name).read_text())
     if part.junit_name and (out / part.junit_name).exists():
@@ -153,7 +237,8 @@ def junit_counts(path: Path) -> dict:
     counts = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
     counts["failed"] = [
         f"{case.get('classname')}::{case.get('name')}"
-        for suite in suites for case in suite.iter("testcase")
+        for suite in suites
+        for case in suite.iter("testcase")
         if case.find("failure") is not None or case.find("error") is not None
     ]
     return counts
@@ -171,8 +256,15 @@ def environment() -> dict:
     )
     info = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     found = json.loads(info.stdout) if info.returncode == 0 else {"error": info.stderr[-2000:]}
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                         capture_output=True, text=True) if _has("nvidia-smi") else None
+    smi = (
+        subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
+        if _has("nvidia-smi")
+        else None
+    )
     found["nvidia_smi"] = smi.stdout.strip() if smi and smi.returncode == 0 else None
     found["date"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     return found
@@ -187,10 +279,16 @@ def _has(program: str) -> bool:
 def write_report(out: Path, env: dict, results: list[dict], quick: bool) -> None:
     (out / "gpu-report.json").write_text(json.dumps(dict(environment=env, quick=quick, parts=results), indent=1))
     (out / "gpu-logs.txt").write_text("".join(f"===== {r['part']}: {r['command']}\n{r['log']}\n" for r in results))
-    lines = ["# GPU check", "", f"{env.get('nvidia_smi') or env.get('device')}; torch {env.get('torch')} (CUDA {env.get('cuda')}), "
-             f"transformers {env.get('transformers')}, triton {env.get('triton')}, lm-eval {env.get('lm_eval')}, "
-             f"fla-core {env.get('fla_core')}; {env.get('date')}{' (--quick)' if quick else ''}", "",
-             "| part | status | seconds |", "| --- | --- | --- |"]
+    lines = [
+        "# GPU check",
+        "",
+        f"{env.get('nvidia_smi') or env.get('device')}; torch {env.get('torch')} (CUDA {env.get('cuda')}), "
+        f"transformers {env.get('transformers')}, triton {env.get('triton')}, lm-eval {env.get('lm_eval')}, "
+        f"fla-core {env.get('fla_core')}; {env.get('date')}{' (--quick)' if quick else ''}",
+        "",
+        "| part | status | seconds |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {r['part']} | {r['status']} | {r['seconds']} |" for r in results]
     for r in results:
         lines += ["", f"## {r['part']}", "", r["what"], "", f"`{r['command']}`", ""]

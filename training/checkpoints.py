@@ -77,7 +77,11 @@ def read_run_record(checkpoint: Path) -> dict:
         raise TrainingError(f"{RUN_FILE} is missing") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise TrainingError(f"{RUN_FILE} cannot be read ({err})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("fingerprint"), dict) or record.get("step") != step_of(checkpoint):
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("fingerprint"), dict)
+        or record.get("step") != step_of(checkpoint)
+    ):
         raise TrainingError(f"{RUN_FILE} is damaged (no recipe fingerprint, or not this step's)")
     return record
 
@@ -127,7 +131,9 @@ def load_newest_loadable(accelerator, output_dir: Path, checkpoint: Path) -> Pat
         everywhere = accelerator.reduce(torch.tensor(float(loaded), device=accelerator.device), reduction="sum")
         if int(everywhere.item()) == accelerator.num_processes:
             return checkpoint
-        older = [c for c in reversed(checkpoint_dirs(output_dir)) if step_of(c) < step_of(checkpoint) and damage(c) is None]
+        older = [
+            c for c in reversed(checkpoint_dirs(output_dir)) if step_of(c) < step_of(checkpoint) and damage(c) is None
+        ]
         if not older:
             raise_unusable(output_dir, [(checkpoint, reason or "another process could not load it")])
         set_aside(accelerator, checkpoint, reason or "another process could not load it", older[0])
@@ -152,8 +158,11 @@ def set_aside(accelerator, checkpoint: Path, why: str, fallback: Path) -> None:
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         checkpoint.rename(aside)
-        print(f"warning: checkpoint {checkpoint} is damaged ({why}); resuming from {fallback.name} instead. "
-              f"The damaged one was moved to {aside} (delete it once inspected).", flush=True)
+        print(
+            f"warning: checkpoint {checkpoint} is damaged ({why}); resuming from {fallback.name} instead. "
+            f"The damaged one was moved to {aside} (delete it once inspected).",
+            flush=True,
+        )
     accelerator.wait_for_everyone()
 
 
@@ -194,8 +203,13 @@ def save_checkpoint(accelerator, output_dir: Path, recipe: Recipe, progress: Run
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         files = {str(p.relative_to(partial)): p.stat().st_size for p in sorted(partial.rglob("*")) if p.is_file()}
-        run = {"recipe": recipe.name, "step": progress.step, "tokens": progress.tokens,
-               "fingerprint": recipe.fingerprint(), "files": files}
+        run = {
+            "recipe": recipe.name,
+            "step": progress.step,
+            "tokens": progress.tokens,
+            "fingerprint": recipe.fingerprint(),
+            "files": files,
+        }
         (partial / RUN_FILE).write_text(json.dumps(run, indent=2))
         replace_folder(partial, final)
         for old in checkpoint_dirs(output_dir)[: -recipe.keep_checkpoints]:

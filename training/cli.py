@@ -50,15 +50,19 @@ def recipe_line(name: str, summary: str) -> str:
     """`  name   summary`, the summary wrapped under itself to the terminal's width (at most 100)."""
     width = max(60, min(100, shutil.get_terminal_size((100, 24)).columns - 2))
     indent = " " * (NAME_WIDTH + 3)
-    return textwrap.fill(summary, width, initial_indent=f"  {name:<{NAME_WIDTH}} ", subsequent_indent=indent,
-                         break_on_hyphens=False)
+    return textwrap.fill(
+        summary, width, initial_indent=f"  {name:<{NAME_WIDTH}} ", subsequent_indent=indent, break_on_hyphens=False
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="lm-eval-longmem train", usage=USAGE, epilog=help_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="lm-eval-longmem train",
+        usage=USAGE,
+        epilog=help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Continue pretraining a model for a long-memory method; the export loads with "
-                    "`lm_eval --model longmem --model_args pretrained=<output_dir>/export`.",
+        "`lm_eval --model longmem --model_args pretrained=<output_dir>/export`.",
     )
     parser.add_argument("recipe", help="recipe name or YAML file")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="recipe keys to override")
@@ -81,6 +85,8 @@ def done_line(summary: dict) -> str:
     """The run's end in words."""
     if summary.get("finished"):  # an earlier run did it all: say what is there
         return summary["message"]
-    line = (f"done: {summary['steps']:,} steps, {summary['tokens']:,} tokens in all, "
-            f"{summary['tokens_per_second']:,.0f} tokens/s this run")
+    line = (
+        f"done: {summary['steps']:,} steps, {summary['tokens']:,} tokens in all, "
+        f"{summary['tokens_per_second']:,.0f} tokens/s this run"
+    )
     return line + (f"; export: {summary['export']}" if "export" in summary else "; no export written")

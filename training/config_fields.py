@@ -8,10 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_longmem.common.typed_values import show_value
+
 from .errors import TrainingError
 
-KINDS = ((bool, "true or false"), ((int, float), "a number"), (str, "a text"), ((list, tuple), "a list"),
-         (dict, "a mapping"))  # integers and floats are one kind: hidden_ratio defaults to 4, recipes give 3.5
+KINDS = (
+    (bool, "true or false"),
+    ((int, float), "a number"),
+    (str, "a text"),
+    ((list, tuple), "a list"),
+    (dict, "a mapping"),
+)  # integers and floats are one kind: hidden_ratio defaults to 4, recipes give 3.5
 
 
 def kind_of(value: Any) -> tuple[Any, str] | None:
@@ -29,5 +35,7 @@ def check_config_fields(config, fields: dict[str, Any], whose: str) -> None:
     for name, value in fields.items():
         old = getattr(config, name, None)
         if not fits(old, value):
-            raise TrainingError(f"model_config.{name}={show_value(value)} is not valid: {whose} config holds "
-                                f"{kind_of(old)[1]} there ({show_value(old)}).")
+            raise TrainingError(
+                f"model_config.{name}={show_value(value)} is not valid: {whose} config holds "
+                f"{kind_of(old)[1]} there ({show_value(old)})."
+            )

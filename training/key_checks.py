@@ -30,8 +30,10 @@ class Range:
 
     def __str__(self) -> str:
         if self.low is not None and self.high is not None:
-            return (f"in {'(' if self.low_open else '['}{_number(self.low)}, "
-                    f"{_number(self.high)}{')' if self.high_open else ']'}")
+            return (
+                f"in {'(' if self.low_open else '['}{_number(self.low)}, "
+                f"{_number(self.high)}{')' if self.high_open else ']'}"
+            )
         if self.low is not None:
             return f"{'>' if self.low_open else '>='} {_number(self.low)}"
         return f"{'<' if self.high_open else '<='} {_number(self.high)}"

@@ -24,8 +24,8 @@ from .data.batch_order import BatchOrder
 from .data.packing import packed_chunks
 from .data.text_sources import open_text_source
 from .optimization import make_optimizer, make_scheduler, mixed_precision_for
-from .progress import TrainingLog
 from .preflight import check_files
+from .progress import TrainingLog
 from .recipe import Recipe, to_plain
 from .recipe_loading import check_recipe
 from .run_folder import EXPORT, finished_run, prepare_output_dir
@@ -74,8 +74,14 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         accelerator.print(f"Resumed from {resume_from} at step {progress.step}.")
     accelerator.init_trackers(recipe.name, config={k: str(v) for k, v in to_plain(recipe).items()})
 
-    order = BatchOrder(chunks, recipe.micro_batch_size, recipe.grad_accum_steps, accelerator.num_processes,
-                       accelerator.process_index, recipe.seed)
+    order = BatchOrder(
+        chunks,
+        recipe.micro_batch_size,
+        recipe.grad_accum_steps,
+        accelerator.num_processes,
+        accelerator.process_index,
+        recipe.seed,
+    )
     tokens_per_step = order.samples_per_step * recipe.seq_len
     log = TrainingLog(accelerator, output_dir, progress.step, recipe.max_steps, recipe.progress_bar)
     model.train()
@@ -87,18 +93,29 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
             average.update(accelerator.unwrap_model(model))
         progress.step += 1
         progress.tokens += tokens_per_step
-        log.step(progress.step, loss, scheduler.get_last_lr()[0], tokens_per_step, progress.tokens,
-                 write=progress.step % recipe.log_every == 0 or progress.step == last_step)
+        log.step(
+            progress.step,
+            loss,
+            scheduler.get_last_lr()[0],
+            tokens_per_step,
+            progress.tokens,
+            write=progress.step % recipe.log_every == 0 or progress.step == last_step,
+        )
         # the last step is always saved: a killed export resumes from it, a larger max_steps continues it
         if progress.step == last_step or (recipe.save_every and progress.step % recipe.save_every == 0):
             save_checkpoint(accelerator, output_dir, recipe, progress)
     log.close()
     elapsed = time.perf_counter() - started
-    summary = {"steps": progress.step, "tokens": progress.tokens,
-               "tokens_per_second": (progress.step - first_step) * tokens_per_step / max(elapsed, 1e-9)}
+    summary = {
+        "steps": progress.step,
+        "tokens": progress.tokens,
+        "tokens_per_second": (progress.step - first_step) * tokens_per_step / max(elapsed, 1e-9),
+    }
     if progress.step < recipe.max_steps:
-        accelerator.print(f"Stopped at step {progress.step} (stop_after_steps); resume with the same command "
-                          "without stop_after_steps (or with a larger one).")
+        accelerator.print(
+            f"Stopped at step {progress.step} (stop_after_steps); resume with the same command "
+            "without stop_after_steps (or with a larger one)."
+        )
     elif recipe.export:
         if average is not None:
             average.copy_to(accelerator.unwrap_model(model))
@@ -126,7 +143,7 @@ def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step
     for micro in range(recipe.grad_accum_steps):
         batch = order.micro_batch(step, micro).to(accelerator.device)
         last = micro == recipe.grad_accum_steps - 1
-        with (contextlib.nullcontext() if last else accelerator.no_sync(model)), accelerator.autocast():
+        with contextlib.nullcontext() if last else accelerator.no_sync(model), accelerator.autocast():
             loss = model(input_ids=batch, labels=batch).loss / recipe.grad_accum_steps
         accelerator.backward(loss)
         total += loss.detach()
@@ -146,14 +163,22 @@ def set_use_cache(model, value: bool) -> None:
 
 
 def load_chunks(recipe: Recipe, tokenizer, num_processes: int):
-    source = open_text_source(recipe.data, config=recipe.data_config, split=recipe.data_split,
-                              text_column=recipe.text_column, seed=recipe.seed, seq_len=recipe.seq_len,
-                              tokenizer=tokenizer)
+    source = open_text_source(
+        recipe.data,
+        config=recipe.data_config,
+        split=recipe.data_split,
+        text_column=recipe.text_column,
+        seed=recipe.seed,
+        seq_len=recipe.seq_len,
+        tokenizer=tokenizer,
+    )
     needed = recipe.max_steps * recipe.micro_batch_size * recipe.grad_accum_steps * num_processes * recipe.seq_len
     return packed_chunks(source, tokenizer, recipe.seq_len, max_tokens=recipe.data_max_tokens or needed)
 
 
-def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_source: str, progress: RunProgress) -> Path:
+def export_run(
+    accelerator, approach, trainable, model, recipe: Recipe, recipe_source: str, progress: RunProgress
+) -> Path:
     """Write the export beside its place (`export.partial`) and rename it in when complete: a kill
     at any moment leaves the previous export or none, never one missing files."""
     directory = Path(recipe.output_dir) / EXPORT
@@ -164,9 +189,15 @@ def export_run(accelerator, approach, trainable, model, recipe: Recipe, recipe_s
     state_dict = accelerator.get_state_dict(model) if sharded else None  # every process takes part
     if accelerator.is_main_process:
         run_record = {
-            "recipe": recipe.name, "recipe_file": recipe_source, "approach": recipe.approach,
-            "base_model": recipe.model, "data": recipe.data, "seq_len": recipe.seq_len,
-            "steps": progress.step, "tokens": progress.tokens, "recipe_values": json.loads(json.dumps(to_plain(recipe))),
+            "recipe": recipe.name,
+            "recipe_file": recipe_source,
+            "approach": recipe.approach,
+            "base_model": recipe.model,
+            "data": recipe.data,
+            "seq_len": recipe.seq_len,
+            "steps": progress.step,
+            "tokens": progress.tokens,
+            "recipe_values": json.loads(json.dumps(to_plain(recipe))),
         }
         set_use_cache(unwrapped, True)
         shutil.rmtree(partial, ignore_errors=True)

@@ -11,7 +11,10 @@ from .recipe import Recipe
 
 def make_optimizer(param_groups: list[dict], recipe: Recipe) -> torch.optim.Optimizer:
     return torch.optim.AdamW(
-        param_groups, lr=recipe.lr, betas=(recipe.adam_beta1, recipe.adam_beta2), eps=recipe.adam_eps,
+        param_groups,
+        lr=recipe.lr,
+        betas=(recipe.adam_beta1, recipe.adam_beta2),
+        eps=recipe.adam_eps,
         weight_decay=recipe.weight_decay,
     )
 

@@ -16,23 +16,30 @@ from .recipe import Recipe
 
 
 def check_files(recipe: Recipe) -> None:
-    from lm_eval_longmem.data.corpora import CORPUS_NAMES
     from lm_eval_longmem.common.hub import looks_like_hub_id
+    from lm_eval_longmem.data.corpora import CORPUS_NAMES
+
     from .data.text_sources import PASSKEY
 
-    named = {"model": recipe.model if recipe.model != "default" else "", "tokenizer": recipe.tokenizer,
-             "data": recipe.data if recipe.data not in (*CORPUS_NAMES, PASSKEY) else ""}
+    named = {
+        "model": recipe.model if recipe.model != "default" else "",
+        "tokenizer": recipe.tokenizer,
+        "data": recipe.data if recipe.data not in (*CORPUS_NAMES, PASSKEY) else "",
+    }
     for key, value in named.items():
         path = Path(value).expanduser()
         if not value or (not path.exists() and looks_like_hub_id(value)):
             continue
         if not path.exists():
             what = "a text file or folder" if key == "data" else "a folder with its config and tokenizer files"
-            raise TrainingError(f"{key}={value}: no such file or folder (a local {key} is {what}; a Hub id has "
-                                "the form namespace/name).")
+            raise TrainingError(
+                f"{key}={value}: no such file or folder (a local {key} is {what}; a Hub id has "
+                "the form namespace/name)."
+            )
         if key != "data" and not path.is_dir():
-            raise TrainingError(f"{key}={value} is a file: a local {key} is a folder (a training run's is "
-                                "<output_dir>/export).")
+            raise TrainingError(
+                f"{key}={value} is a file: a local {key} is a folder (a training run's is <output_dir>/export)."
+            )
     check_output_dir(recipe.output_dir)
     if recipe.model_config and get_approach(recipe.approach).starts_from_base_model:  # else checked with the recipe
         from .approaches.base import check_base_config
@@ -52,5 +59,7 @@ def check_output_dir(output_dir: str) -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".write-test-", dir=existing))
     except OSError as err:
-        raise TrainingError(f"output_dir={output_dir} cannot be written: {existing} refuses new files "
-                            f"({err.strerror or err}). Give a folder you can write to.") from None
+        raise TrainingError(
+            f"output_dir={output_dir} cannot be written: {existing} refuses new files "
+            f"({err.strerror or err}). Give a folder you can write to."
+        ) from None

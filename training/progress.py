@@ -22,8 +22,14 @@ class TrainingLog:
         self.main = accelerator.is_main_process
         if self.main:
             keep_metrics_before(self.path, first_step)
-        self.bar = tqdm(total=max_steps, initial=first_step, desc="training", unit="step",
-                        disable=not (self.main and show_bar), dynamic_ncols=True)
+        self.bar = tqdm(
+            total=max_steps,
+            initial=first_step,
+            desc="training",
+            unit="step",
+            disable=not (self.main and show_bar),
+            dynamic_ncols=True,
+        )
         self.clock = time.perf_counter()
 
     def step(self, step: int, loss: float, lr: float, tokens: int, total_tokens: int, write: bool) -> None:

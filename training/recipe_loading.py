@@ -19,9 +19,10 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.models.method_framework.arguments import _type_name
 from lm_eval_longmem.common.suggestions import did_you_mean, either
 from lm_eval_longmem.common.typed_values import coerce, show_value
+from lm_eval_longmem.models.method_framework.arguments import _type_name
+
 from .approaches import approaches_reading, get_approach
 from .errors import TrainingError
 from .key_checks import NotEmpty, OneOf
@@ -43,8 +44,9 @@ def type_hints(cls: type) -> dict[str, Any]:
 
 def text_keys() -> frozenset[str]:
     """Keys whose values are texts or lists of texts (read from YAML as typed)."""
-    return frozenset(name for name, annotation in key_types().items()
-                     if annotation is str or typing.get_origin(annotation) is tuple)
+    return frozenset(
+        name for name, annotation in key_types().items() if annotation is str or typing.get_origin(annotation) is tuple
+    )
 
 
 def shipped_recipes() -> dict[str, Path]:
@@ -102,8 +104,10 @@ def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:
     annotation = key_types()[head]
     if dot:
         if annotation is not dict or not entry:
-            raise TrainingError(f"Override {item!r}: only mapping keys (model_config, method_args) take an entry "
-                                f"name after a dot (model_config.hidden_size=64); {head} is {_type_name(annotation)}.")
+            raise TrainingError(
+                f"Override {item!r}: only mapping keys (model_config, method_args) take an entry "
+                f"name after a dot (model_config.hidden_size=64); {head} is {_type_name(annotation)}."
+            )
         mapping = {} if values.get(head) is None else values[head]
         if not isinstance(mapping, dict):
             raise TrainingError(f"Override {item!r}: {head} is not a mapping.")
@@ -136,12 +140,15 @@ def refuse_unknown_keys(values: dict, where: str) -> None:
         suggestion = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
         raise TrainingError(
             f"unknown recipe key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} {where}.{suggestion} "
-            f"Valid keys: {', '.join(known)} (`lm-eval-longmem train --help` says what each does).")
+            f"Valid keys: {', '.join(known)} (`lm-eval-longmem train --help` says what each does)."
+        )
 
 
 def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]]) -> Recipe:
     """`shown`: each key's value as typed and where it came from, for messages."""
-    typed = {name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()}
+    typed = {
+        name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()
+    }
     recipe = recipe_class()(**typed)
     check_recipe(recipe, shown)
     return recipe
@@ -156,8 +163,9 @@ def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
             raise TrainingError(f"{name}={text} {where} is not valid: expected a mapping such as {{factor: 8}}.")
         for entry, item in value.items():
             if not all_finite(item):
-                raise TrainingError(f"{name}.{in_one_line(entry)}={in_one_line(item)} {where} is not valid: expected "
-                                    "finite numbers.")
+                raise TrainingError(
+                    f"{name}.{in_one_line(entry)}={in_one_line(item)} {where} is not valid: expected finite numbers."
+                )
         return dict(value)
     if annotation is str and value is None:
         return ""
@@ -170,8 +178,13 @@ def coerce_key(name: str, value: Any, text: str, where: str) -> Any:
             raise ValueError(f"expected {check}")
         return typed
     except (TypeError, ValueError) as err:
-        choices = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else \
-            check.choices() if isinstance(check, OneOf) else ()
+        choices = (
+            typing.get_args(annotation)
+            if typing.get_origin(annotation) is typing.Literal
+            else check.choices()
+            if isinstance(check, OneOf)
+            else ()
+        )
         hint = did_you_mean(str(value), choices) if choices else ""
         raise TrainingError(f"{name}={text} {where} is not valid: {err}.{hint}") from None
 
@@ -192,16 +205,21 @@ def plain_enough(value: Any, annotation: Any) -> bool:
     """No value that `coerce` would turn into text by spelling it out: a null or a boolean for
     a text (or list item), a mapping anywhere (None would become "None", true "True")."""
     if typing.get_origin(annotation) is tuple:
-        return value is not None and not isinstance(value, dict) and all(
-            isinstance(item, (str, int, float)) and not isinstance(item, bool)
-            for item in (value if isinstance(value, list) else [value]))
+        return (
+            value is not None
+            and not isinstance(value, dict)
+            and all(
+                isinstance(item, (str, int, float)) and not isinstance(item, bool)
+                for item in (value if isinstance(value, list) else [value])
+            )
+        )
     if annotation is str:
         return isinstance(value, (str, int, float)) and not isinstance(value, bool)
     return not isinstance(value, (dict, list))
 
 
 def expected_kind(annotation: Any) -> str:
-    """"a number", "an integer", "a list", ... as range messages begin."""
+    """ "a number", "an integer", "a list", ... as range messages begin."""
     if typing.get_origin(annotation) is tuple:
         return "a list of texts"
     return {int: "an integer", float: "a number", str: "a text", bool: "true or false"}.get(annotation, "a value")
@@ -245,13 +263,16 @@ def refuse_keys_of_other_approaches(recipe: Recipe, given) -> None:
             by_readers.setdefault(tuple(readers), []).append(name)
     if not by_readers:
         return
-    keys = [f"{', '.join(names)} ({'a key' if len(names) == 1 else 'keys'} of approach={either(readers)})"
-            for readers, names in by_readers.items()]
+    keys = [
+        f"{', '.join(names)} ({'a key' if len(names) == 1 else 'keys'} of approach={either(readers)})"
+        for readers, names in by_readers.items()
+    ]
     them = "it" if sum(len(names) for names in by_readers.values()) == 1 else "them"
     (first, *more) = by_readers
     remedy = f"approach={first[0]}" if not more and len(first) == 1 else f"the approach that reads {them}"
-    raise TrainingError(f"approach={recipe.approach} does not read {either(keys, 'and')}: remove {them} or set "
-                        f"{remedy}.")
+    raise TrainingError(
+        f"approach={recipe.approach} does not read {either(keys, 'and')}: remove {them} or set {remedy}."
+    )
 
 
 def describe_keys() -> str:
@@ -262,5 +283,7 @@ def describe_keys() -> str:
         check = f.metadata.get("check")
         listed = isinstance(check, (NotEmpty, OneOf))  # "str, not empty" but "int >= 1"
         kind = _type_name(key_types()[f.name]) + (f", {check}" if listed else f" {check}" if check else "")
-        sections.setdefault(f.metadata["section"], []).append(f"  {f.name} ({kind}, default {default!r}): {f.metadata['help']}")
+        sections.setdefault(f.metadata["section"], []).append(
+            f"  {f.name} ({kind}, default {default!r}): {f.metadata['help']}"
+        )
     return "\n".join(f"[{section}]\n" + "\n".join(lines) for section, lines in sections.items())

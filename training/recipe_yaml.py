@@ -130,8 +130,9 @@ def check_node_tree(node, path: tuple = (), checked: set[int] | None = None) -> 
     alias inside its own anchor (a value that contains itself). Aliased nodes are checked once."""
     checked = set() if checked is None else checked
     if any(node is outer for outer in path):
-        raise yaml.constructor.ConstructorError(None, None, "an alias refers to a value that contains it",
-                                                node.start_mark)
+        raise yaml.constructor.ConstructorError(
+            None, None, "an alias refers to a value that contains it", node.start_mark
+        )
     if id(node) in checked:
         return
     path = (*path, node)
@@ -141,7 +142,8 @@ def check_node_tree(node, path: tuple = (), checked: set[int] | None = None) -> 
             if isinstance(key_node, yaml.ScalarNode):
                 if (key_node.tag, key_node.value) in keys:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"the key {key_node.value!r} is given twice", key_node.start_mark)
+                        None, None, f"the key {key_node.value!r} is given twice", key_node.start_mark
+                    )
                 keys.add((key_node.tag, key_node.value))
             check_node_tree(key_node, path, checked)
             check_node_tree(value_node, path, checked)

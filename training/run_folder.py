@@ -16,7 +16,12 @@ from lm_eval_longmem.common.atomic_files import tidy_leftovers
 
 from .approaches.base import TRAINING_RECORD_KEY
 from .checkpoints import (
-    CHECKPOINTS, check_resumable, newest_intact_checkpoint, read_run_record, step_of, tidy_checkpoints,
+    CHECKPOINTS,
+    check_resumable,
+    newest_intact_checkpoint,
+    read_run_record,
+    step_of,
+    tidy_checkpoints,
 )
 from .errors import TrainingError
 from .progress import METRICS_FILE
@@ -68,19 +73,24 @@ def finished_run(checkpoint: Path, recipe: Recipe, last_step: int) -> dict | Non
     if step > recipe.max_steps:
         raise TrainingError(
             f"{checkpoint} is at step {step}, past max_steps={recipe.max_steps}: a run cannot be trained back. "
-            f"Give max_steps={step} or more, or start a new run (output_dir=<new folder> or resume=never).")
+            f"Give max_steps={step} or more, or start a new run (output_dir=<new folder> or resume=never)."
+        )
     export = Path(recipe.output_dir) / EXPORT
     if step < last_step or (step == recipe.max_steps and recipe.export and exported_step(export) != step):
         return None
     tokens = read_run_record(checkpoint)["tokens"]
     summary = {"steps": step, "tokens": tokens, "tokens_per_second": 0.0, "finished": True}
     if step < recipe.max_steps:
-        summary["message"] = (f"Already at step {step} (stop_after_steps={recipe.stop_after_steps}): nothing to do. "
-                              "Resume without stop_after_steps (or with a larger one) to continue.")
+        summary["message"] = (
+            f"Already at step {step} (stop_after_steps={recipe.stop_after_steps}): nothing to do. "
+            "Resume without stop_after_steps (or with a larger one) to continue."
+        )
     else:
-        summary["message"] = (f"Already finished: {step} of max_steps={recipe.max_steps} steps"
-                              f"{', exported to ' + str(export) if recipe.export else ''}; nothing trained or written. "
-                              "A larger max_steps= continues this run.")
+        summary["message"] = (
+            f"Already finished: {step} of max_steps={recipe.max_steps} steps"
+            f"{', exported to ' + str(export) if recipe.export else ''}; nothing trained or written. "
+            "A larger max_steps= continues this run."
+        )
         if recipe.export:
             summary["export"] = str(export)
     return summary

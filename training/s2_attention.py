@@ -28,7 +28,10 @@ def s2_attention(query, key, value, group: int, scaling: float | None, dropout: 
     batch, heads, length, dim = query.shape
     if length % group or length <= group:  # not a training-length sequence: plain causal attention
         return F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling, dropout_p=dropout)
-    q, k, v = (shift_half_heads(t, -(group // 2)).reshape(batch, heads, length // group, group, dim) for t in (query, key, value))
+    q, k, v = (
+        shift_half_heads(t, -(group // 2)).reshape(batch, heads, length // group, group, dim)
+        for t in (query, key, value)
+    )
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling, dropout_p=dropout)
     return shift_half_heads(out.reshape(batch, heads, length, dim), group // 2)
 

@@ -24,8 +24,8 @@ class SegmentedCausalLM(nn.Module):
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
         from lm_eval_longmem.models.compressive_memory import SegmentRecurrence
         from lm_eval_longmem.models.compressive_memory.checkpoint import gates_of
-        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
         from lm_eval_longmem.models.methods.infini import WHO
+        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
         decoder, gates = Decoder(self.model, WHO), gates_of(self.model)
         losses = []

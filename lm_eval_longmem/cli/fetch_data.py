@@ -29,8 +29,8 @@ def main(argv: list[str]) -> int:
         parser.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     keys = args.datasets or list(known)
 
-    from lm_eval_longmem.data.requirements import fetch, is_available
     from lm_eval_longmem.common.hub import HubUnavailableError, hub_reachable, offline_requested
+    from lm_eval_longmem.data.requirements import fetch, is_available
 
     if args.list:
         for key in keys:
@@ -48,7 +48,8 @@ def main(argv: list[str]) -> int:
         raise HubUnavailableError(
             f"fetch-data needs network, but {where} on a machine that reaches the Hub, then copy "
             "~/.cache/huggingface to machines without network. Offline, the tasks also read local copies ("
-            + "; ".join(f"--metadata {option}" for option in local_alternatives(users)) + ")."
+            + "; ".join(f"--metadata {option}" for option in local_alternatives(users))
+            + ")."
         )
     failed = fetch(known[key] for key in keys)
     if failed:

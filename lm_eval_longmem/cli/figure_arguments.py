@@ -6,7 +6,8 @@ line per run)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def figure_subcommands() -> dict[str, FigureSubcommand]:
@@ -42,14 +43,19 @@ class FigureSubcommand:
             def reader(data, source):
                 return read(data, source, task)
 
-        return draw_figure(args, task, draw=lambda runs, output: draw(runs, output, args), describe=describe,
-                           reader=reader)
+        return draw_figure(
+            args, task, draw=lambda runs, output: draw(runs, output, args), describe=describe, reader=reader
+        )
 
 
 def figure_parser(subcommand: str, help_line: str, default_output: str) -> argparse.ArgumentParser:
     """A parser with RESULTS..., -o and --title; a subcommand adds only its own options."""
-    parser = argparse.ArgumentParser(prog=f"lm-eval-longmem {subcommand}", description=help_line[0].upper() + help_line[1:] + ".")
-    parser.add_argument("results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)")
+    parser = argparse.ArgumentParser(
+        prog=f"lm-eval-longmem {subcommand}", description=help_line[0].upper() + help_line[1:] + "."
+    )
+    parser.add_argument(
+        "results", nargs="+", help="results_*.json files, or folders searched recursively (newest file per run)"
+    )
     parser.add_argument("-o", "--output", default=default_output, help="figure to write; .png, .pdf or .svg")
     parser.add_argument("--title", default=None)
     return parser

@@ -31,12 +31,18 @@ examples: --examples.
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="lm-eval-longmem sweep", description=HELP[0].upper() + HELP[1:] + ".", epilog=EPILOG,
+        prog="lm-eval-longmem sweep",
+        description=HELP[0].upper() + HELP[1:] + ".",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", nargs="?", help="sweep YAML file (or the name of a shipped example)")
-    parser.add_argument("--models", nargs="+", metavar="MODEL", help="Hub ids or folders; 'default' = the embedded model")
-    parser.add_argument("--methods", nargs="+", metavar="METHOD", help="NAME or NAME:key=value,key=value (one run each)")
+    parser.add_argument(
+        "--models", nargs="+", metavar="MODEL", help="Hub ids or folders; 'default' = the embedded model"
+    )
+    parser.add_argument(
+        "--methods", nargs="+", metavar="METHOD", help="NAME or NAME:key=value,key=value (one run each)"
+    )
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="tasks evaluated together in each run")
     parser.add_argument("--per-task", action="store_true", default=None, help="one run per task")
     parser.add_argument("--metadata", nargs="+", metavar="KEY=VALUE", help="task options, as lm_eval --metadata")
@@ -44,10 +50,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--limit", type=float, help="lm_eval --limit for every run")
     parser.add_argument("--batch-size", help="lm_eval --batch_size")
     parser.add_argument("--device", help="lm_eval --device")
-    parser.add_argument("--output-path", "-o", help="results root (default: the file's output_path, else sweep_results)")
+    parser.add_argument(
+        "--output-path", "-o", help="results root (default: the file's output_path, else sweep_results)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their commands, run nothing")
     parser.add_argument("--force", action="store_true", help="run again even when a matching results file exists")
-    parser.add_argument("--verbose", "-v", action="store_true", help="show lm_eval's output (always kept in OUTPUT_PATH/.sweep_logs/)")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show lm_eval's output (always kept in OUTPUT_PATH/.sweep_logs/)"
+    )
     parser.add_argument("--examples", action="store_true", help="list the shipped example sweep files and exit")
     args = parser.parse_args(argv)
 
@@ -70,9 +80,15 @@ def _sweep(args) -> int:
             print(f"{name}: {path}")
         return 0
 
-    from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values, parse_method_token
-    from lm_eval_longmem.sweep.execute import SweepInterrupted, execute, summary
     from lm_eval_longmem.errors import INTERRUPTED_EXIT_STATUS
+    from lm_eval_longmem.sweep.config import (
+        SweepConfigError,
+        build_config,
+        load_sweep_file,
+        parse_key_values,
+        parse_method_token,
+    )
+    from lm_eval_longmem.sweep.execute import SweepInterrupted, execute, summary
     from lm_eval_longmem.sweep.plan import display_command, finished_results, lm_eval_command, plan_runs
 
     raw, source = {}, "the command line"
@@ -83,11 +99,15 @@ def _sweep(args) -> int:
             path = examples[args.config]
         raw, source = load_sweep_file(path), str(path)
     elif not args.tasks:
-        raise SweepConfigError("Give a sweep file (lm-eval-longmem sweep FILE.yaml; --examples lists shipped ones) or at least --tasks.")
+        raise SweepConfigError(
+            "Give a sweep file (lm-eval-longmem sweep FILE.yaml; --examples lists shipped ones) or at least --tasks."
+        )
     if args.models:
         raw["models"] = [None if m in ("default", "none", "null") else m for m in args.models]
     if args.methods:
-        raw["methods"] = [{"name": spec.name, "args": list(spec.settings)} for spec in map(parse_method_token, args.methods)]
+        raw["methods"] = [
+            {"name": spec.name, "args": list(spec.settings)} for spec in map(parse_method_token, args.methods)
+        ]
     for key in ("tasks", "limit", "batch_size", "device", "output_path", "per_task"):
         value = getattr(args, key)
         if value is not None:

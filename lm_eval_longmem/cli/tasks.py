@@ -39,8 +39,10 @@ def task_listing(only: str | None = None) -> str:
             lines.extend(f"      {prefix}{line}" for line in describe_fields(declaration.options.load()))
         for need in declaration.datasets:
             dataset = need.dataset
-            lines.append(f"      may need: {dataset.key} ({dataset.title}; fetch-data {dataset.key}, "
-                         f"or --metadata {need.alternative})")
+            lines.append(
+                f"      may need: {dataset.key} ({dataset.title}; fetch-data {dataset.key}, "
+                f"or --metadata {need.alternative})"
+            )
     return "\n".join(lines)
 
 

@@ -52,8 +52,9 @@ def fixed_partial_path(final: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None,
-                 partial: Path | None = None) -> Iterator[IO]:
+def atomic_write(
+    path: str | os.PathLike, mode: str = "wb", encoding: str | None = None, partial: Path | None = None
+) -> Iterator[IO]:
     """An open file that becomes `path` on a clean exit (replacing any old one); on an error it
     is removed and `path` is left as it was. `mode` is "wb" or "w". It is written to `partial`
     (default: a name unique to this writer, `partial_path`)."""
@@ -170,8 +171,11 @@ def folder_problem(path: str | os.PathLike) -> str | None:
 def record_folder(path: str | os.PathLike) -> None:
     """Write the file list of a folder already known to be whole (one made before lists existed)."""
     folder = Path(path)
-    sizes = {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*"))
-             if p.is_file() and p.name != FOLDER_MANIFEST}
+    sizes = {
+        p.relative_to(folder).as_posix(): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != FOLDER_MANIFEST
+    }
     write_json(folder / FOLDER_MANIFEST, {"files": sizes}, sort_keys=True)
 
 

@@ -35,6 +35,6 @@ def did_you_mean(word: str, choices: Iterable[str], form: str = "{}") -> str:
 
 
 def either(names: Iterable[str], conjunction: str = "or") -> str:
-    """"a", "a or b", "a, b or c" (or "a, b and c")."""
+    """ "a", "a or b", "a, b or c" (or "a, b and c")."""
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"

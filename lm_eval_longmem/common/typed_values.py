@@ -39,7 +39,9 @@ def coerce(value: Any, annotation: Any) -> Any:
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(annotation)
-        if type(None) in options and (value is None or (isinstance(value, str) and value.strip().lower() in NONE_STRINGS)):
+        if type(None) in options and (
+            value is None or (isinstance(value, str) and value.strip().lower() in NONE_STRINGS)
+        ):
             return None
         reasons = []
         for option in options:
@@ -103,8 +105,10 @@ def _to_int(value: Any) -> int:
         # integer was typed (`1e23` is 99999999999999991611392.0): refused, never rounded.
         if abs(value) <= EXACT_FLOAT_INTEGERS:
             return int(value)
-        raise MalformedValueError(f"expected an integer such as 1024; {value:g} is too large to be read exactly "
-                                  "from a decimal point or an exponent: write all its digits")
+        raise MalformedValueError(
+            f"expected an integer such as 1024; {value:g} is too large to be read exactly "
+            "from a decimal point or an exponent: write all its digits"
+        )
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER.fullmatch(text):

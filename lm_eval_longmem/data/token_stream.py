@@ -18,9 +18,9 @@ from filelock import FileLock
 from tqdm import tqdm
 
 from lm_eval_longmem.common.atomic_files import warn_rebuilding
+from lm_eval_longmem.common.paths import cache_dir
 from lm_eval_longmem.data.cached_arrays import load_cached_array, save_cached_array
 from lm_eval_longmem.data.corpora import Corpus
-from lm_eval_longmem.common.paths import cache_dir
 
 logger = logging.getLogger(__name__)
 

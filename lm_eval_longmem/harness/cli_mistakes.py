@@ -87,7 +87,9 @@ def unknown_tasks_message(tasks, include_path=None, model: str | None = None) ->
     from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
 
     manager = TaskManager(include_path=include_path)
-    unknown = [name for name in requested_names(tasks) if not name.endswith(".yaml") and not manager.match_tasks([name])]
+    unknown = [
+        name for name in requested_names(tasks) if not name.endswith(".yaml") and not manager.match_tasks([name])
+    ]
     if not unknown:
         return None
     known = manager.all_tasks

@@ -112,7 +112,11 @@ def check_model_source(pretrained: Any) -> None:
     """A local path that does not exist, or a Hub id with no trace in the local cache while the
     Hub is unreachable, is an error now."""
     from lm_eval_longmem.common.hub import (
-        HubUnavailableError, hub_reachable, looks_like_hub_id, require_existing_path, uncached_model_message,
+        HubUnavailableError,
+        hub_reachable,
+        looks_like_hub_id,
+        require_existing_path,
+        uncached_model_message,
     )
 
     require_existing_path(pretrained)

@@ -116,7 +116,9 @@ def register_run_names(tracker_module=None) -> bool:
         try:
             name = run_folder_name(model_args)
         except Exception as err:  # noqa: BLE001  (naming must never stop a finished run)
-            logger.warning("Could not name the results folder after the method (%s); using %s.", err, self.model_name_sanitized)
+            logger.warning(
+                "Could not name the results folder after the method (%s); using %s.", err, self.model_name_sanitized
+            )
             return
         self.model_name = self.model_name_sanitized = name
 
@@ -168,11 +170,7 @@ def is_registered() -> bool:
     from lm_eval.api.registry import model_registry
 
     manager = sys.modules.get("lm_eval.tasks.manager")
-    tasks_ok = manager is not None and getattr(
-        manager.TaskManager.__init__, _WRAPPED_MARKER, False
-    )
+    tasks_ok = manager is not None and getattr(manager.TaskManager.__init__, _WRAPPED_MARKER, False)
     tracker = sys.modules.get("lm_eval.loggers.evaluation_tracker")
-    names_ok = tracker is not None and getattr(
-        tracker.GeneralConfigTracker.log_experiment_args, _WRAPPED_MARKER, False
-    )
+    names_ok = tracker is not None and getattr(tracker.GeneralConfigTracker.log_experiment_args, _WRAPPED_MARKER, False)
     return MODEL_NAME in model_registry and bool(tasks_ok) and bool(names_ok)

@@ -38,7 +38,10 @@ SEPARATOR = "__"
 MAX_ARGS_PART = 60
 MAX_MODEL_PART = 80
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-GENERIC_LEAF = re.compile(r"^(export|final|merged|model|hf|adapter|best|last|latest|(checkpoint|ckpt|step|epoch|global_step)[-_]?\d*|\d+)$", re.I)
+GENERIC_LEAF = re.compile(
+    r"^(export|final|merged|model|hf|adapter|best|last|latest|(checkpoint|ckpt|step|epoch|global_step)[-_]?\d*|\d+)$",
+    re.I,
+)
 
 
 def parse_model_args(model_args: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -141,7 +144,13 @@ def _value_text(value: Any) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value if isinstance(value, (int, float, str, bool, type(None), list)) else str(value)
+    return (
+        list(value)
+        if isinstance(value, tuple)
+        else value
+        if isinstance(value, (int, float, str, bool, type(None), list))
+        else str(value)
+    )
 
 
 def _safe(text: str) -> str:

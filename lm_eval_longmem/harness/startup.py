@@ -22,8 +22,12 @@ import sys
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
 _WATCHED = (
-    "lm_eval.models", "lm_eval.tasks.manager", "lm_eval.loggers.evaluation_tracker", "lm_eval._cli.run",
-    "lm_eval.config.evaluate_config", "lm_eval.loggers.utils",
+    "lm_eval.models",
+    "lm_eval.tasks.manager",
+    "lm_eval.loggers.evaluation_tracker",
+    "lm_eval._cli.run",
+    "lm_eval.config.evaluate_config",
+    "lm_eval.loggers.utils",
 )
 
 
@@ -124,10 +128,19 @@ def _on_evaluate_config_loaded(module):
     install_task_suggestions(module)
 
 
-_CALLBACKS = dict(zip(_WATCHED, (
-    _on_models_loaded, _on_task_manager_loaded, _on_tracker_loaded, _on_cli_run_loaded, _on_evaluate_config_loaded,
-    _on_loggers_utils_loaded,
-)))
+_CALLBACKS = dict(
+    zip(
+        _WATCHED,
+        (
+            _on_models_loaded,
+            _on_task_manager_loaded,
+            _on_tracker_loaded,
+            _on_cli_run_loaded,
+            _on_evaluate_config_loaded,
+            _on_loggers_utils_loaded,
+        ),
+    )
+)
 
 
 def activate(argv=None) -> bool:

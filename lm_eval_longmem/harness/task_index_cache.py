@@ -74,7 +74,9 @@ class ParsedYamlStore:
         except Exception as err:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
             warn_rebuilding(cache_file, f"not a whole pickle: {type(err).__name__}: {err}", logger)
             return
-        if not isinstance(entries, dict) or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in entries.items()):
+        if not isinstance(entries, dict) or not all(
+            isinstance(k, str) and isinstance(v, bytes) for k, v in entries.items()
+        ):
             warn_rebuilding(cache_file, "not a mapping of paths to parsed YAML", logger)
             return
         self.entries = entries

@@ -42,11 +42,16 @@ class CostPlan:
     def describe(self) -> str:
         counts = Counter(self.lengths)
         distinct = sorted(counts)
-        shown = (", ".join(f"{n:,} x{counts[n]}" for n in distinct) if len(distinct) <= 8
-                 else f"{distinct[0]:,} to {distinct[-1]:,}")
+        shown = (
+            ", ".join(f"{n:,} x{counts[n]}" for n in distinct)
+            if len(distinct) <= 8
+            else f"{distinct[0]:,} to {distinct[-1]:,}"
+        )
         tasks = f" for {', '.join(self.tasks)}" if self.tasks else ""
-        return (f"longmem: {len(self.lengths):,} {self.kind} requests{tasks}; input lengths (tokens): {shown}; "
-                f"{self.total_tokens:,} tokens in all")
+        return (
+            f"longmem: {len(self.lengths):,} {self.kind} requests{tasks}; input lengths (tokens): {shown}; "
+            f"{self.total_tokens:,} tokens in all"
+        )
 
 
 def fit_cost(timings: Sequence[tuple[int, float]]) -> Callable[[int], float]:
@@ -108,6 +113,8 @@ def announce(plan: CostPlan, time_one: Callable[[int], float] | None, device: st
         return None
     started = time.perf_counter()
     seconds = estimate_seconds(plan.lengths, time_one, max(plan.lengths))
-    write(f"longmem: estimated {human_duration(seconds)} on this machine ({device}; two timed passes, "
-          f"{time.perf_counter() - started:.1f} s). " + shrink_hint(plan.tasks))
+    write(
+        f"longmem: estimated {human_duration(seconds)} on this machine ({device}; two timed passes, "
+        f"{time.perf_counter() - started:.1f} s). " + shrink_hint(plan.tasks)
+    )
     return seconds

@@ -20,30 +20,42 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
-from lm_eval_longmem.lm_eval_model import request_cache
-from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
-from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
-from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
-from lm_eval_longmem.models.runtime.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
-from lm_eval_longmem.lm_eval_model import cost_plan
+from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
+from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
-from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
+from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
 from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator
-from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 from lm_eval_longmem.models.runtime.requests import token_ids_of
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 
 logger = logging.getLogger(__name__)
 
 # Keyword arguments HFLM hands to `from_pretrained` that are not config attributes.
 FROM_PRETRAINED_OPTIONS = frozenset(
     {
-        "attn_implementation", "device_map", "low_cpu_mem_usage", "load_in_8bit", "load_in_4bit",
-        "bnb_4bit_compute_dtype", "bnb_4bit_quant_type", "bnb_4bit_use_double_quant",
-        "use_safetensors", "cache_dir", "local_files_only", "token", "variant", "offload_state_dict",
-        "key_mapping", "use_kernels", "experts_implementation",
+        "attn_implementation",
+        "device_map",
+        "low_cpu_mem_usage",
+        "load_in_8bit",
+        "load_in_4bit",
+        "bnb_4bit_compute_dtype",
+        "bnb_4bit_quant_type",
+        "bnb_4bit_use_double_quant",
+        "use_safetensors",
+        "cache_dir",
+        "local_files_only",
+        "token",
+        "variant",
+        "offload_state_dict",
+        "key_mapping",
+        "use_kernels",
+        "experts_implementation",
     }
 )
 _HFLM_PARAMETERS = frozenset(inspect.signature(HFLM.__init__).parameters) - {"self", "kwargs"}
@@ -84,8 +96,12 @@ def resolve_device(device: str | None) -> str:
     if device is None or device == AUTO_DEVICE:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        logger.warning("--device %s: this machine has no CUDA GPU that torch %s can use; running on the CPU instead "
-                       "(much slower).", device, torch.__version__)
+        logger.warning(
+            "--device %s: this machine has no CUDA GPU that torch %s can use; running on the CPU instead "
+            "(much slower).",
+            device,
+            torch.__version__,
+        )
         return "cpu"
     return device
 
@@ -199,9 +215,7 @@ class LongMemLM(HFLM):
         batch_size = override_bs or (self.batch_size if isinstance(self.batch_size, int) else 1)
         order = sorted(range(len(requests)), key=lambda i: -(len(requests[i][1]) + len(requests[i][2])))
         results = [None] * len(requests)
-        progress = tqdm(
-            total=len(requests), desc="longmem scoring", disable=disable_tqdm or self.rank != 0, unit="req"
-        )
+        progress = tqdm(total=len(requests), desc="longmem scoring", disable=disable_tqdm or self.rank != 0, unit="req")
         for first in range(0, len(order), batch_size):
             chunk = order[first : first + batch_size]
             rows = [(requests[i][1] + requests[i][2])[:-1] for i in chunk]
@@ -242,7 +256,11 @@ class LongMemLM(HFLM):
         try:
             return self.scorer.score(batch.to(self.device), spans)
         except (torch.OutOfMemoryError, RuntimeError) as err:
-            if isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err) or "out of memory" in str(err):
+            if (
+                isinstance(err, torch.OutOfMemoryError)
+                or "can't allocate memory" in str(err)
+                or "out of memory" in str(err)
+            ):
                 raise ScoringOutOfMemoryError(
                     f"Out of memory scoring {len(rows)} input(s) of {width} tokens with "
                     f"method={self.longmem_method.name}. Requests already scored are kept in the "
@@ -269,9 +287,7 @@ class LongMemLM(HFLM):
         generator = self._make_generator()
         order = sorted(range(len(plans)), key=lambda i: plans[i][0].prompt_ids)
         results: list[str | None] = [None] * len(plans)
-        progress = tqdm(
-            total=len(plans), desc="longmem generation", disable=disable_tqdm or self.rank != 0, unit="req"
-        )
+        progress = tqdm(total=len(plans), desc="longmem generation", disable=disable_tqdm or self.rank != 0, unit="req")
         for i in order:
             generation, until = plans[i]
             new_tokens = _cut_at_stop_token(generator.generate(generation), generation.stop_token_ids)
@@ -288,7 +304,10 @@ class LongMemLM(HFLM):
         if generator is None:
             reuse = self.reuse_prefix and self.longmem_method.prefix_cache_reusable
             if self.reuse_prefix and not reuse:
-                logger.info("method=%s: prompt prefixes are re-encoded (its cache depends on the whole prompt).", self.longmem_method.name)
+                logger.info(
+                    "method=%s: prompt prefixes are re-encoded (its cache depends on the whole prompt).",
+                    self.longmem_method.name,
+                )
             generator = PrefixReuseGenerator(self.model, self.tokenizer, reuse=reuse)
         return generator
 

@@ -58,14 +58,17 @@ def own_cache_path(lm, cache_db: str) -> str:
     """The database `lm`'s scores go to and come from: `cache_db` itself for any model but ours."""
     if not is_longmem(lm):
         return cache_db
-    from lm_eval_longmem.lm_eval_model.score_fingerprint import fingerprint_digest, score_fingerprint
     from lm_eval_longmem.harness.run_name import SEPARATOR, model_label
+    from lm_eval_longmem.lm_eval_model.score_fingerprint import fingerprint_digest, score_fingerprint
 
     fingerprint = score_fingerprint(lm)
     loading = getattr(lm, "loading_args", {})
     pretrained = lm.pretrained if isinstance(lm.pretrained, (str, os.PathLike)) else type(lm.pretrained).__name__
     model = model_label(
-        {"pretrained": None if lm.uses_default_model else str(pretrained), **{k: loading.get(k) for k in ("peft", "delta")}}
+        {
+            "pretrained": None if lm.uses_default_model else str(pretrained),
+            **{k: loading.get(k) for k in ("peft", "delta")},
+        }
     )
     label = f"{model}{SEPARATOR}{lm.longmem_method.name}"
     path, described_in = bound_cache_path(cache_db, label, fingerprint_digest(fingerprint))
@@ -78,7 +81,9 @@ def own_cache_path(lm, cache_db: str) -> str:
         "--use_cache with --model longmem: this model and method's requests go to %s (what computes "
         "their scores: %s). Rerun the same command to resume from it; another model, method, method "
         "argument, dtype or max_length gets a database of its own.%s",
-        path, described_in, shared,
+        path,
+        described_in,
+        shared,
     )
     return path
 
@@ -114,4 +119,3 @@ def install() -> bool:
     setattr(__init__, _WRAPPED_MARKER, True)
     CachingLM.__init__ = __init__
     return True
-

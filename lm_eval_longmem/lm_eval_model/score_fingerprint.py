@@ -21,9 +21,20 @@ FINGERPRINT_VERSION = 1
 # Loading arguments that place, batch or authenticate the work but leave the numbers alone.
 PLACEMENT_ARGUMENTS = frozenset(
     {
-        "batch_size", "max_batch_size", "device", "parallelize", "device_map", "tp_plan",
-        "max_memory_per_gpu", "max_cpu_memory", "offload_folder", "offload_state_dict",
-        "low_cpu_mem_usage", "cache_dir", "local_files_only", "token",
+        "batch_size",
+        "max_batch_size",
+        "device",
+        "parallelize",
+        "device_map",
+        "tp_plan",
+        "max_memory_per_gpu",
+        "max_cpu_memory",
+        "offload_folder",
+        "offload_state_dict",
+        "low_cpu_mem_usage",
+        "cache_dir",
+        "local_files_only",
+        "token",
     }
 )
 # Recorded in their resolved form below, not as spelled in --model_args.

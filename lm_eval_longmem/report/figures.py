@@ -71,8 +71,7 @@ def wrap(text: str, width_inches: float, fontsize_scale: float = 1.0) -> str:
     """Break `text` into lines that fit `width_inches` of figure (existing newlines are kept)."""
     columns = max(20, int(width_inches * _CHARS_PER_INCH / fontsize_scale))
     return "\n".join(
-        textwrap.fill(line, columns, break_long_words=True, break_on_hyphens=False) or line
-        for line in text.split("\n")
+        textwrap.fill(line, columns, break_long_words=True, break_on_hyphens=False) or line for line in text.split("\n")
     )
 
 
@@ -173,8 +172,9 @@ def legend_outside(ax: Axes, title: str | None = None) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         labels = [wrap(label, LEGEND_WIDTH_INCHES, fontsize_scale=0.85) for label in labels]
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False,
-                  title=title)
+        ax.legend(
+            handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False, title=title
+        )
 
 
 # Lengths read best on a log axis when they span this factor or more (a linear axis would
@@ -184,8 +184,10 @@ LOG_SPAN = 8
 # (a geometric grid such as 8, 16, 32, 64: equally spaced only on a log axis).
 LOG_STEP = 1.5
 STEP_TOLERANCE = 1.25  # "roughly constant": the largest step at most this times the smallest
-LOG_AXIS_RULE = (f"log when the lengths are log-spaced: they span {LOG_SPAN}x or more, or each is a roughly "
-                 f"constant factor > {LOG_STEP} above the previous; else linear")
+LOG_AXIS_RULE = (
+    f"log when the lengths are log-spaced: they span {LOG_SPAN}x or more, or each is a roughly "
+    f"constant factor > {LOG_STEP} above the previous; else linear"
+)
 
 
 def log_spaced(values: Sequence[float]) -> bool:

@@ -89,8 +89,9 @@ def memory_summary(run: CurveRun) -> str:
 
 def draw_for_command(runs: list[CurveRun], output: str | Path, args) -> Path:
     """`plot`'s figure, from its parsed arguments."""
-    return plot_forgetting_curves(runs, output, training_length=args.training_length, title=args.title,
-                                  log_x=args.log_x, overlay=args.overlay)
+    return plot_forgetting_curves(
+        runs, output, training_length=args.training_length, title=args.title, log_x=args.log_x, overlay=args.overlay
+    )
 
 
 def plot_forgetting_curves(
@@ -120,9 +121,7 @@ def plot_forgetting_curves(
 
     width = 9
     height = 4.5 if len(runs) == 1 else 3.2 * len(runs)
-    fig, axes = plt.subplots(
-        len(runs), 1, sharex=True, sharey=True, squeeze=False, figsize=(width, height)
-    )
+    fig, axes = plt.subplots(len(runs), 1, sharex=True, sharey=True, squeeze=False, figsize=(width, height))
     for run, ax in zip(runs, axes[:, 0]):
         _draw_run(ax, run, run.training_length if training_length is None else training_length)
         if log_x:
@@ -150,8 +149,13 @@ def _plot_overlay(
     for run, label, color in zip(runs, labels, run_colors(len(runs))):
         lengths = [point["length"] for point in run.points]
         if run.mode == "reduced":
-            ax.plot(lengths, [p["copy_exact"] for p in run.points], color=color, **COPY_STYLE,
-                    label=f"{label}: copy exact ({memory_summary(run)})")
+            ax.plot(
+                lengths,
+                [p["copy_exact"] for p in run.points],
+                color=color,
+                **COPY_STYLE,
+                label=f"{label}: copy exact ({memory_summary(run)})",
+            )
             continue
         copy = [point["copy_mean"] for point in run.points]
         spread = [point["copy_std"] for point in run.points]
@@ -162,8 +166,9 @@ def _plot_overlay(
         training_length = runs[0].training_length  # marked only when every run shares it
     longest = max(point["length"] for run in runs for point in run.points)
     if training_length is not None and not _mark_or_mention(ax, training_length, longest):
-        ax.axvline(training_length, color="red", linestyle="--", linewidth=1.2,
-                   label=f"training length = {training_length}")
+        ax.axvline(
+            training_length, color="red", linestyle="--", linewidth=1.2, label=f"training length = {training_length}"
+        )
     if log_x:
         log2_axis(ax)
     ax.set_xlabel("length L (tokens of the copied text)")

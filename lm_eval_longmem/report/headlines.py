@@ -21,7 +21,9 @@ def ours(task: str, metrics: dict) -> list[Headline] | None:
         return None
     index = registry.position(task)
     return [
-        dataclasses.replace(headline, column=dataclasses.replace(headline.column, order=(index, *headline.column.order)))
+        dataclasses.replace(
+            headline, column=dataclasses.replace(headline.column, order=(index, *headline.column.order))
+        )
         for headline in declaration.headlines(metrics, task)
     ]
 
@@ -41,8 +43,9 @@ def other_task(task: str, metrics: dict, higher_is_better: dict | None = None) -
     direction = higher_is_better if isinstance(higher_is_better, dict) else {}
     after_ours = len(registry.declarations())
     return [
-        Headline(Column(f"{task}:{name}", task, (after_ours, task, name), direction.get(name) is not False),
-                 value, stderr)
+        Headline(
+            Column(f"{task}:{name}", task, (after_ours, task, name), direction.get(name) is not False), value, stderr
+        )
         for name, (value, stderr) in sorted(metric_values(metrics).items())
     ]
 
@@ -62,4 +65,3 @@ def headlines_of(results: dict, higher_is_better: dict | None = None) -> dict[st
         if headlines:
             found[task] = headlines
     return dict(sorted(found.items(), key=lambda item: (registry.position(item[0]), item[0])))
-

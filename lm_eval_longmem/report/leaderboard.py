@@ -79,12 +79,14 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     if not rows:
         reasons = "; ".join(f"{source}: {why}" for source, why in skipped)
         raise ResultsFileError(f"None of the results files has numeric results of any task ({reasons}).")
-    ordered = sorted(rows.values(), key=lambda row: (row.run.model, row.run.method, row.run.arguments_text, row.run.date))
+    ordered = sorted(
+        rows.values(), key=lambda row: (row.run.model, row.run.method, row.run.arguments_text, row.run.date)
+    )
     return Leaderboard(sorted(columns.values(), key=lambda c: c.order), ordered, keep_all, skipped)
 
 
 def _tasks_present(results: dict) -> str:
-    """"forgetting_curve (no tested length gave numbers: ...), hellaswag": each task, and why
+    """ "forgetting_curve (no tested length gave numbers: ...), hellaswag": each task, and why
     it gave nothing where the file says."""
     notes = {task: no_numbers_note(task, metrics) for task, metrics in sorted(results.items())}
     return ", ".join(f"{task} ({note})" if note else task for task, note in notes.items()) or "none"

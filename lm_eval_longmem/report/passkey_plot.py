@@ -51,12 +51,15 @@ def plot_passkey_grids(runs: list[PasskeyGridRun], output: str | Path, title: st
     if len(runs) == 1:
         names = [runs[0].label]
     panel_width = PANEL_MARGIN_INCHES[0] + CELL_WIDTH_INCHES * max(len(r.lengths) for r in runs)
-    panel_height = max(MIN_PANEL_HEIGHT_INCHES, PANEL_MARGIN_INCHES[1] + CELL_HEIGHT_INCHES * max(len(r.depths) for r in runs))
+    panel_height = max(
+        MIN_PANEL_HEIGHT_INCHES, PANEL_MARGIN_INCHES[1] + CELL_HEIGHT_INCHES * max(len(r.depths) for r in runs)
+    )
     rows, columns = grid_shape(len(runs), panel_width)
-    fig, axes = plt.subplots(rows, columns, figsize=(1.0 + panel_width * columns, panel_height * rows),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(1.0 + panel_width * columns, panel_height * rows), squeeze=False, layout="constrained"
+    )
     panels = list(axes.flat)
-    for unused in panels[len(runs):]:
+    for unused in panels[len(runs) :]:
         unused.remove()
     image = None
     for index, (ax, run, name) in enumerate(zip(panels, runs, names)):

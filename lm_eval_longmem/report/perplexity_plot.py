@@ -14,10 +14,10 @@ from pathlib import Path
 
 from lm_eval_longmem.errors import ResultsFileError
 from lm_eval_longmem.report.figures import (
+    LEGEND_WIDTH_INCHES,
     check_output,
     draw_series,
     legend_labels,
-    LEGEND_WIDTH_INCHES,
     log2_axis,
     pyplot,
     run_colors,
@@ -116,8 +116,14 @@ def plot_perplexity(runs: list[RunInfo], output: str | Path, title: str | None =
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=color, marker="o", markersize=3.5) for color in colors]
-    ax.legend(handles, [wrap(label, LEGEND_WIDTH_INCHES, fontsize_scale=0.85) for label in labels], loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    ax.legend(
+        handles,
+        [wrap(label, LEGEND_WIDTH_INCHES, fontsize_scale=0.85) for label in labels],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize="small",
+        frameon=False,
+    )
     heading = title or ("Perplexity" + (f": {shared}" if shared else ""))
     fig.suptitle(wrap(heading, width * 0.8))
     fig.tight_layout()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import ResultsFileError
-from lm_eval_longmem.sweep.staging import STAGING_DIR
 from lm_eval_longmem.report.runs import describe_run, run_label, short_model_name  # noqa: F401 (run_label: public here too)
+from lm_eval_longmem.sweep.staging import STAGING_DIR
 from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION as FORGETTING_CURVE
 from lm_eval_longmem.tasks.passkey.declaration import DECLARATION as PASSKEY
 
@@ -75,8 +75,9 @@ def find_results_file(path: str | Path) -> Path:
 def results_files_under(folder: Path) -> list[Path]:
     """Every `results_*.json` below `folder`, sorted, except those of sweep runs still running
     (in `.sweep_partial/`: possibly half-written; they move out when their run has finished)."""
-    return sorted(p for p in folder.rglob("results_*.json")
-                  if p.is_file() and STAGING_DIR not in p.relative_to(folder).parts)
+    return sorted(
+        p for p in folder.rglob("results_*.json") if p.is_file() and STAGING_DIR not in p.relative_to(folder).parts
+    )
 
 
 def load_curve_run(path: str | Path, task: str = FORGETTING_CURVE.name) -> CurveRun:
@@ -94,9 +95,7 @@ def curve_run_from(data: dict, source: Path, task: str = FORGETTING_CURVE.name) 
     metrics = task_results[task]
     if CURVE_METRIC not in metrics:
         present = ", ".join(sorted(metrics)) or "none"
-        raise ResultsFileError(
-            f"{source}: task {task!r} has no {CURVE_METRIC!r} metric; metrics present: {present}"
-        )
+        raise ResultsFileError(f"{source}: task {task!r} has no {CURVE_METRIC!r} metric; metrics present: {present}")
     curve = metrics[CURVE_METRIC]
     run = describe_run(data, Path(source))
     return CurveRun(
@@ -141,7 +140,9 @@ def passkey_grid_from(data: dict, source: Path, task: str = PASSKEY.name) -> Pas
     metrics = data.get("results", {}).get(task)
     if metrics is None or PASSKEY_GRID_METRIC not in metrics:
         present = ", ".join(sorted(data.get("results", {}))) or "none"
-        raise ResultsFileError(f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}")
+        raise ResultsFileError(
+            f"{source} has no {PASSKEY_GRID_METRIC!r} metric for task {task!r}; tasks present: {present}"
+        )
     grid = metrics[PASSKEY_GRID_METRIC]
     run = describe_run(data, Path(source))
     return PasskeyGridRun(

@@ -69,7 +69,7 @@ class RunInfo:
 
     @property
     def variant(self) -> str:
-        """"yarn (factor=4)": the method and the arguments the user chose."""
+        """ "yarn (factor=4)": the method and the arguments the user chose."""
         return f"{self.method} ({self.arguments_text})" if self.arguments else self.method
 
     @property
@@ -114,7 +114,7 @@ def label_of(model: str, method: str, arguments: dict[str, str]) -> str:
 
 
 def short_model_name(model: str) -> str:
-    """"/data/ckpt/run7" -> "run7", "/data/ckpt/run7/export" -> "run7/export" (a generic last
+    """ "/data/ckpt/run7" -> "run7", "/data/ckpt/run7/export" -> "run7/export" (a generic last
     folder keeps its parent, as in run folder names, so two exports never read as one model);
     Hub ids ("org/name") and plain names unchanged."""
     if model.startswith(("/", "./", "../", "~")) or "\\" in model:

@@ -39,7 +39,10 @@ def readable(cell: Headline | None) -> str:
 
 def to_markdown(board: Leaderboard) -> str:
     names = board.column_names
-    lines = [_markdown_line(names), "|" + "|".join("---" if n in ID_COLUMNS or n == DATE_COLUMN else "---:" for n in names) + "|"]
+    lines = [
+        _markdown_line(names),
+        "|" + "|".join("---" if n in ID_COLUMNS or n == DATE_COLUMN else "---:" for n in names) + "|",
+    ]
     for row in board.rows:
         cells = [str(row.value(name)) for name in names[: len(names) - len(board.columns)]]
         cells += [readable(row.cells.get(column.name)) for column in board.columns]
@@ -80,7 +83,9 @@ def to_json(board: Leaderboard) -> str:
                     for c in board.columns
                     if c.name in row.cells and row.cells[c.name].stderr is not None
                 },
-                "lower_bounds": [c.name for c in board.columns if c.name in row.cells and row.cells[c.name].lower_bound],
+                "lower_bounds": [
+                    c.name for c in board.columns if c.name in row.cells and row.cells[c.name].lower_bound
+                ],
                 "sources": [str(source) for source in row.sources],
             }
         )

@@ -85,7 +85,9 @@ def load_sweep_file(path: str | Path) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SweepConfigError(f"{path}: the top level must be a mapping of keys ({', '.join(KEYS)}), got {type(data).__name__}")
+        raise SweepConfigError(
+            f"{path}: the top level must be a mapping of keys ({', '.join(KEYS)}), got {type(data).__name__}"
+        )
     return data
 
 
@@ -96,7 +98,9 @@ def build_config(raw: dict[str, Any], source: str = "the sweep") -> SweepConfig:
         valid = "\n".join(f"  {key}: {help}" for key, help in KEYS.items())
         raise SweepConfigError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}. Valid keys:\n{valid}")
     if not raw.get("tasks"):
-        raise SweepConfigError(f"{source}: 'tasks' is required (a task name or a list of them), e.g. tasks: [forgetting_curve]")
+        raise SweepConfigError(
+            f"{source}: 'tasks' is required (a task name or a list of them), e.g. tasks: [forgetting_curve]"
+        )
     config = SweepConfig(tasks=_names(raw["tasks"], "tasks", source))
     if raw.get("models") is not None:
         config.models = [_model(entry, source) for entry in _as_list(raw["models"])]
@@ -120,7 +124,8 @@ def build_config(raw: dict[str, Any], source: str = "the sweep") -> SweepConfig:
     if raw.get("batch_size") is not None:
         size = raw["batch_size"]
         if not (isinstance(size, int) and not isinstance(size, bool) and size > 0) and not (
-                isinstance(size, str) and AUTO_BATCH_SIZE.fullmatch(size)):
+            isinstance(size, str) and AUTO_BATCH_SIZE.fullmatch(size)
+        ):
             raise SweepConfigError(f"{source}: batch_size must be a positive integer, 'auto' or 'auto:N', got {size!r}")
         config.batch_size = size
     if raw.get("device") is not None:
@@ -150,10 +155,16 @@ def check_task_options(config: SweepConfig) -> None:
 def _limit(limit, source: str) -> float:
     """lm-eval reads a limit below 1 as a fraction of the documents and any other as a count (1.5
     would quietly be 1 document): a count must be a whole number."""
-    if (isinstance(limit, bool) or not isinstance(limit, (int, float)) or not math.isfinite(limit) or limit <= 0
-            or (limit >= 1 and limit != int(limit))):
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, (int, float))
+        or not math.isfinite(limit)
+        or limit <= 0
+        or (limit >= 1 and limit != int(limit))
+    ):
         raise SweepConfigError(
-            f"{source}: limit must be a positive number (a whole count, or a fraction below 1), got {limit!r}")
+            f"{source}: limit must be a positive number (a whole count, or a fraction below 1), got {limit!r}"
+        )
     return float(limit)
 
 
@@ -188,7 +199,9 @@ def _mapping(value, key: str, source: str) -> dict[str, Any]:
     try:
         json.dumps(value, allow_nan=False)  # as each run's command line will carry it (JSON has no nan)
     except (TypeError, ValueError, RecursionError):
-        raise SweepConfigError(f"{source}: {key} must hold plain values (numbers, strings, lists), got {value!r}") from None
+        raise SweepConfigError(
+            f"{source}: {key} must hold plain values (numbers, strings, lists), got {value!r}"
+        ) from None
     return dict(value)
 
 
@@ -207,14 +220,18 @@ def _model(entry, source: str) -> dict[str, Any]:
         else:
             _text(args["pretrained"], "a models entry's pretrained", source)
         return args
-    raise SweepConfigError(f"{source}: each models entry must be null/default, a model id or folder, or a mapping, got {entry!r}")
+    raise SweepConfigError(
+        f"{source}: each models entry must be null/default, a model id or folder, or a mapping, got {entry!r}"
+    )
 
 
 def _method(entry, source: str) -> MethodSpec:
     if isinstance(entry, str):
         return parse_method_token(entry, source)
     if not isinstance(entry, dict):
-        raise SweepConfigError(f"{source}: each methods entry must be a name or a mapping with {', '.join(METHOD_KEYS)}, got {entry!r}")
+        raise SweepConfigError(
+            f"{source}: each methods entry must be a name or a mapping with {', '.join(METHOD_KEYS)}, got {entry!r}"
+        )
     unknown = _sorted_keys(set(entry) - set(METHOD_KEYS))
     if unknown or not isinstance(entry.get("name"), str):
         raise SweepConfigError(
@@ -225,7 +242,9 @@ def _method(entry, source: str) -> MethodSpec:
         )
     name = entry["name"]
     args = entry.get("args")
-    base = [_mapping(a, f"methods[{name}].args", source) for a in ([{}] if args is None or args == [] else _as_list(args))]
+    base = [
+        _mapping(a, f"methods[{name}].args", source) for a in ([{}] if args is None or args == [] else _as_list(args))
+    ]
     grid = _mapping({} if entry.get("grid") is None else entry["grid"], f"methods[{name}].grid", source)
     combos = [{}]
     for arg, values in grid.items():

@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lm_eval_longmem.sweep.config import SweepConfig
 from lm_eval_longmem.sweep.plan import Run, display_command, finished_results, lm_eval_command
@@ -53,7 +53,11 @@ def log_path(run: Run) -> Path:
 
 
 def execute(
-    runs: list[Run], config: SweepConfig, *, force: bool = False, verbose: bool = False,
+    runs: list[Run],
+    config: SweepConfig,
+    *,
+    force: bool = False,
+    verbose: bool = False,
     say: Callable[[str], None] = print,
 ) -> list[Outcome]:
     """Run (or skip) each run in turn, saying one line per run; stops early only on Ctrl-C or
@@ -141,8 +145,9 @@ def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) ->
     with open(log, "w", encoding="utf-8") as sink:
         sink.write(f"$ {display_command(command)}\n")
         sink.flush()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                   preexec_fn=ends_with_this_process())
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, preexec_fn=ends_with_this_process()
+        )
         # Lines end at "\n" only: a progress bar's "\r" redraws stay on one line (see final_redraw).
         output = io.TextIOWrapper(process.stdout, encoding="utf-8", errors="replace", newline="\n")
         try:
@@ -161,7 +166,13 @@ def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) ->
     publish(staging, run.output_path)
     results = finished_results(run)
     if results is None:
-        return Outcome(run, "failed", seconds, f"lm_eval exited normally but wrote no matching results file in {run.folder}", log=log)
+        return Outcome(
+            run,
+            "failed",
+            seconds,
+            f"lm_eval exited normally but wrote no matching results file in {run.folder}",
+            log=log,
+        )
     return Outcome(run, "done", seconds, results_file=results, log=log)
 
 
@@ -217,7 +228,9 @@ def summary(outcomes: list[Outcome], planned: int) -> str:
     ]
     for outcome in outcomes:
         if outcome.status == "failed":
-            lines.append(f"  FAILED {outcome.run.label}: {outcome.message}" + (f"  (log: {outcome.log})" if outcome.log else ""))
+            lines.append(
+                f"  FAILED {outcome.run.label}: {outcome.message}" + (f"  (log: {outcome.log})" if outcome.log else "")
+            )
     return "\n".join(lines)
 
 

@@ -58,7 +58,9 @@ def plan_runs(config: SweepConfig) -> list[Run]:
                     if key in seen:
                         continue
                     seen.add(key)
-                    runs.append(Run(name, model_args, tasks, dict(config.metadata), config.limit, Path(config.output_path)))
+                    runs.append(
+                        Run(name, model_args, tasks, dict(config.metadata), config.limit, Path(config.output_path))
+                    )
     return runs
 
 
@@ -66,8 +68,18 @@ def lm_eval_command(run: Run, config: SweepConfig, output_path: Path | None = No
     """The command that runs one run: the stock lm_eval CLI (or it under `launcher`); the sweep
     itself passes a staging `output_path` (staging.py)."""
     prefix = [*config.launcher, "-m", "lm_eval"] if config.launcher else [sys.executable, "-m", "lm_eval"]
-    command = [*prefix, "run", "--model", MODEL, "--model_args", json.dumps(run.model_args),
-               "--tasks", ",".join(run.tasks), "--output_path", str(output_path or run.output_path)]
+    command = [
+        *prefix,
+        "run",
+        "--model",
+        MODEL,
+        "--model_args",
+        json.dumps(run.model_args),
+        "--tasks",
+        ",".join(run.tasks),
+        "--output_path",
+        str(output_path or run.output_path),
+    ]
     if run.metadata:
         command += ["--metadata", json.dumps(run.metadata)]
     if run.limit is not None:
@@ -106,7 +118,9 @@ def records(data: dict[str, Any], run: Run) -> bool:
     if config.get("model") != MODEL or _canonical(config.get("model_args")) != _canonical(run.model_args):
         return False
     recorded_limit = config.get("limit")
-    if (recorded_limit is None) != (run.limit is None) or (run.limit is not None and float(recorded_limit) != run.limit):
+    if (recorded_limit is None) != (run.limit is None) or (
+        run.limit is not None and float(recorded_limit) != run.limit
+    ):
         return False
     evaluated = set()
     for key in ("results", "groups", "configs", "group_subtasks"):
@@ -116,7 +130,10 @@ def records(data: dict[str, Any], run: Run) -> bool:
     task_configs = [c for c in (data.get("configs") or {}).values() if isinstance(c, dict)]
     wanted = json.loads(json.dumps(run.metadata))
     return bool(task_configs) and all(
-        all(key in (c.get("metadata") or {}) and _canonical(c["metadata"][key]) == _canonical(value) for key, value in wanted.items())
+        all(
+            key in (c.get("metadata") or {}) and _canonical(c["metadata"][key]) == _canonical(value)
+            for key, value in wanted.items()
+        )
         for c in task_configs
     )
 

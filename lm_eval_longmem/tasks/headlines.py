@@ -64,9 +64,7 @@ def metric_values(metrics: dict) -> dict[str, tuple[float, float | None]]:
         return {}
     chosen = by_filter.get(PREFERRED_FILTER) or next(iter(by_filter.values()))
     return {
-        name: (value, chosen.get(f"{name}_stderr"))
-        for name, value in chosen.items()
-        if not name.endswith("_stderr")
+        name: (value, chosen.get(f"{name}_stderr")) for name, value in chosen.items() if not name.endswith("_stderr")
     }
 
 
@@ -81,8 +79,9 @@ def bucketed(metrics: dict, prefix: str, suffix: str = "") -> dict[int, tuple[fl
     return dict(sorted(found.items()))
 
 
-def bucket_headlines(task: str, metrics: dict, prefix: str, suffix: str, column_name: Callable[[int], str],
-                     higher_is_better: bool = True) -> list[Headline]:
+def bucket_headlines(
+    task: str, metrics: dict, prefix: str, suffix: str, column_name: Callable[[int], str], higher_is_better: bool = True
+) -> list[Headline]:
     """One column per bucket of the metrics `<prefix><bucket><suffix>`, in bucket order."""
     return [
         Headline(Column(column_name(bucket), task, (BUCKETS, bucket), higher_is_better), value, stderr)
@@ -90,8 +89,9 @@ def bucket_headlines(task: str, metrics: dict, prefix: str, suffix: str, column_
     ]
 
 
-def summary_headline(task: str, metrics: dict, metric: str, column_name: str, position: int,
-                     higher_is_better: bool = True) -> list[Headline]:
+def summary_headline(
+    task: str, metrics: dict, metric: str, column_name: str, position: int, higher_is_better: bool = True
+) -> list[Headline]:
     """The column `column_name` for metric `metric`, placed `position`-th after the buckets."""
     pair = metric_values(metrics).get(metric)
     if pair is None:

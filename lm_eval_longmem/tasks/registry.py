@@ -103,7 +103,9 @@ def _scan(folders: tuple[str, ...]) -> tuple[TaskDeclaration, ...]:
             found[declaration.name] = declaration
     _check_datasets(found.values())
     in_group = group_members()
-    return tuple(sorted(found.values(), key=lambda d: (0, in_group.index(d.name)) if d.name in in_group else (1, d.name)))
+    return tuple(
+        sorted(found.values(), key=lambda d: (0, in_group.index(d.name)) if d.name in in_group else (1, d.name))
+    )
 
 
 def _load(path: Path):
@@ -124,4 +126,5 @@ def _check_datasets(declared: Iterable[TaskDeclaration]) -> None:
             if seen.setdefault(need.dataset.key, need.dataset) is not need.dataset:
                 raise TaskDeclarationError(
                     f"dataset {need.dataset.key!r} is defined twice (again by {declaration.name}): define it once "
-                    "and name it in both declarations")
+                    "and name it in both declarations"
+                )

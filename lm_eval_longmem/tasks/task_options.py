@@ -21,8 +21,8 @@ import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce, show_value
+from lm_eval_longmem.errors import LongMemError
 
 T = TypeVar("T")
 
@@ -73,7 +73,8 @@ def convert(value: Any, annotation: Any) -> Any:
         if isinstance(value, os.PathLike):  # the Python API may pass a Path
             return os.fspath(value)
         raise MalformedValueError(
-            f"expected text, but it was read as {_kind(value)}: quote it ('...') to keep the text as typed")
+            f"expected text, but it was read as {_kind(value)}: quote it ('...') to keep the text as typed"
+        )
     converted = coerce(value, annotation)
     if isinstance(converted, tuple) and all(isinstance(v, int) for v in converted):
         return tuple(sorted(set(converted)))
@@ -92,12 +93,15 @@ def _kind(value: Any) -> str:
 
 def _is_text(annotation: Any) -> bool:
     """`str` or `str | None`."""
-    return annotation is str or (typing.get_origin(annotation) in (typing.Union, types.UnionType)
-                                 and set(typing.get_args(annotation)) == {str, type(None)})
+    return annotation is str or (
+        typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        and set(typing.get_args(annotation)) == {str, type(None)}
+    )
 
 
-def check_range(option: str, value: Any, minimum: int, maximum: int | None = None,
-                error: type[Exception] = TaskOptionError) -> None:
+def check_range(
+    option: str, value: Any, minimum: int, maximum: int | None = None, error: type[Exception] = TaskOptionError
+) -> None:
     """An integer option, or every item of a non-empty integer-list option, lies in [minimum, maximum]."""
     if value is None:
         return
@@ -105,7 +109,9 @@ def check_range(option: str, value: Any, minimum: int, maximum: int | None = Non
     if items and min(items) >= minimum and (maximum is None or max(items) <= maximum):
         return
     bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-    wanted = f"a non-empty list of integers, each {bound}" if isinstance(value, (tuple, list)) else f"an integer {bound}"
+    wanted = (
+        f"a non-empty list of integers, each {bound}" if isinstance(value, (tuple, list)) else f"an integer {bound}"
+    )
     raise error(f"--metadata {option}={_compact(value)} is out of range: expected {wanted}.")
 
 

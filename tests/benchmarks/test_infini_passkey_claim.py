@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.tiny_llama import build_tiny_model
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "infini_passkey_claim.py"
@@ -32,8 +33,24 @@ def test_wilson_interval_by_hand():
 def test_tiny_pipeline_trains_evaluates_five_models_and_resumes(tmp_path, corpus_file, capsys, monkeypatch):
     claim = load_script()
     model = build_tiny_model(tmp_path / "tiny", max_position_embeddings=1024)
-    argv = ["--model", str(model), "--pretrain-data", str(corpus_file), "--segment", "64", "--train-length", "128",
-            "--pretrain-steps", "2", "--passkey-steps", "2", "--keys", "2", "--work", str(tmp_path / "work")]
+    argv = [
+        "--model",
+        str(model),
+        "--pretrain-data",
+        str(corpus_file),
+        "--segment",
+        "64",
+        "--train-length",
+        "128",
+        "--pretrain-steps",
+        "2",
+        "--passkey-steps",
+        "2",
+        "--keys",
+        "2",
+        "--work",
+        str(tmp_path / "work"),
+    ]
     table = claim.main(argv)
     out = capsys.readouterr().out
     assert set(table) == {f"{c}|{L}|{w}" for c in "abcde" for L in (128, 256, 512) for w in ("start", "end")}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.markers import requires_kvpress
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kvpress_vs_bounded.py"
@@ -88,26 +89,56 @@ def test_bootstrap_interval(bench):
 
 def _fake_report(bench):
     def fc(kept, copies):
-        return {"kept": kept, "mean": sum(copies) / len(copies), "interval": list(bench.bootstrap_interval(copies)),
-                "samples": [{"length": 64, "sample": i, "copy": c} for i, c in enumerate(copies)]}
+        return {
+            "kept": kept,
+            "mean": sum(copies) / len(copies),
+            "interval": list(bench.bootstrap_interval(copies)),
+            "samples": [{"length": 64, "sample": i, "copy": c} for i, c in enumerate(copies)],
+        }
 
     def pk(kept, correct):
-        return {"kept": kept, "mean": sum(correct) / len(correct),
-                "interval": list(bench.wilson_interval(sum(correct), len(correct))),
-                "samples": [{"length": 256, "depth": 50, "sample": i, "correct": c} for i, c in enumerate(correct)]}
+        return {
+            "kept": kept,
+            "mean": sum(correct) / len(correct),
+            "interval": list(bench.wilson_interval(sum(correct), len(correct))),
+            "samples": [{"length": 256, "depth": 50, "sample": i, "correct": c} for i, c in enumerate(correct)],
+        }
 
     failed = {"kept": 24, "mean": None, "interval": None, "error": "RuntimeError: boom"}
     return {
-        "fc_lengths": [64], "pk_lengths": [256],
+        "fc_lengths": [64],
+        "pk_lengths": [256],
         "rows": [
-            {"label": "vanilla (full cache)", "kind": "reference", "name": "vanilla", "fields": {},
-             "cells": {"fc@64": fc(98, [1.0, 0.8]), "pk@256": pk([251, 252], [1.0, 1.0])}},
-            {"label": "kvpress snapkv", "kind": "press", "name": "snapkv", "fields": {},
-             "cells": {"fc@64": fc(24, [0.5, 0.4]), "pk@256": pk([62, 62], [1.0, 0.0])}},
-            {"label": "kvpress observed_attention", "kind": "press", "name": "observed_attention", "fields": {},
-             "error": "RuntimeError: boom", "cells": {"fc@64": failed, "pk@256": dict(failed, kept=[62, 62])}},
-            {"label": "streamingllm (ours, bounded)", "kind": "bounded", "name": "streamingllm", "fields": {},
-             "error": "RuntimeError: boom", "cells": {"fc@64": fc(24, [0.25, 0.2]), "pk@256": dict(failed, kept=62)}},
+            {
+                "label": "vanilla (full cache)",
+                "kind": "reference",
+                "name": "vanilla",
+                "fields": {},
+                "cells": {"fc@64": fc(98, [1.0, 0.8]), "pk@256": pk([251, 252], [1.0, 1.0])},
+            },
+            {
+                "label": "kvpress snapkv",
+                "kind": "press",
+                "name": "snapkv",
+                "fields": {},
+                "cells": {"fc@64": fc(24, [0.5, 0.4]), "pk@256": pk([62, 62], [1.0, 0.0])},
+            },
+            {
+                "label": "kvpress observed_attention",
+                "kind": "press",
+                "name": "observed_attention",
+                "fields": {},
+                "error": "RuntimeError: boom",
+                "cells": {"fc@64": failed, "pk@256": dict(failed, kept=[62, 62])},
+            },
+            {
+                "label": "streamingllm (ours, bounded)",
+                "kind": "bounded",
+                "name": "streamingllm",
+                "fields": {},
+                "error": "RuntimeError: boom",
+                "cells": {"fc@64": fc(24, [0.25, 0.2]), "pk@256": dict(failed, kept=62)},
+            },
         ],
     }
 
@@ -124,7 +155,9 @@ def test_tables_render_every_row_and_failures_in_one_line(bench):
     assert table[5].startswith("| streamingllm (ours, bounded) | 24 | 62 | 0.23 [") and table[5].endswith("| failed |")
     assert all(line.count("|") == table[0].count("|") for line in table)
     report["rows"][2]["error"] = "ValueError: a|b"
-    assert bench.render_table(report).splitlines()[4] == "| kvpress observed_attention | failed: ValueError: a\\|b | | | |"
+    assert (
+        bench.render_table(report).splitlines()[4] == "| kvpress observed_attention | failed: ValueError: a\\|b | | | |"
+    )
 
     snap = report["rows"][1]["vs_vanilla"]
     assert snap["fc@64"]["difference"] == pytest.approx(-0.45) and snap["fc@64"]["pairs"] == 2
@@ -134,8 +167,11 @@ def test_tables_render_every_row_and_failures_in_one_line(bench):
     assert diffs[0] == "| method | Δ fc L=64 | Δ passkey 256 | fc ratio | passkey ratio |"
     assert diffs[2].startswith("| kvpress snapkv | -0.45 [") and diffs[2].endswith("| 0.50x | 0.50x |")
     assert diffs[3] == "| kvpress observed_attention | n/a | n/a | n/a | n/a |"
-    assert [line.split(" | ")[0] for line in diffs[2:]] == ["| kvpress snapkv", "| kvpress observed_attention",
-                                                           "| streamingllm (ours, bounded)"]
+    assert [line.split(" | ")[0] for line in diffs[2:]] == [
+        "| kvpress snapkv",
+        "| kvpress observed_attention",
+        "| streamingllm (ours, bounded)",
+    ]
 
 
 def test_from_json_prints_a_finished_run_again(bench, tmp_path, capsys):
@@ -145,13 +181,37 @@ def test_from_json_prints_a_finished_run_again(bench, tmp_path, capsys):
             if key.startswith("fc") and cell.get("mean") is not None:
                 cell["lm_mean"] = 0.3
     report.update(
-        compression_ratio=0.75, total_minutes=1.5, versions={"torch": "x", "transformers": "y", "kvpress": "z"},
-        settings={"corpus": "shakespeare", "seed": 0, "fc_samples": 2, "pk_depths": [50], "pk_samples": 2,
-                  "sink_length": 4},
-        contexts={"fc": {"64": {"context_tokens": 98, "prefill_tokens": 97, "scored_tokens": 32, "input_tokens": 129,
-                                "press_kept": 24, "bounded_budget": 24}},
-                  "pk": {"256": {"prompt_tokens": [252, 253], "prefill_tokens": [251, 252], "press_kept": [62, 63],
-                                 "bounded_budget": 63}}},
+        compression_ratio=0.75,
+        total_minutes=1.5,
+        versions={"torch": "x", "transformers": "y", "kvpress": "z"},
+        settings={
+            "corpus": "shakespeare",
+            "seed": 0,
+            "fc_samples": 2,
+            "pk_depths": [50],
+            "pk_samples": 2,
+            "sink_length": 4,
+        },
+        contexts={
+            "fc": {
+                "64": {
+                    "context_tokens": 98,
+                    "prefill_tokens": 97,
+                    "scored_tokens": 32,
+                    "input_tokens": 129,
+                    "press_kept": 24,
+                    "bounded_budget": 24,
+                }
+            },
+            "pk": {
+                "256": {
+                    "prompt_tokens": [252, 253],
+                    "prefill_tokens": [251, 252],
+                    "press_kept": [62, 63],
+                    "bounded_budget": 63,
+                }
+            },
+        },
     )
     path = tmp_path / "run.json"
     path.write_text(json.dumps(report))
@@ -160,7 +220,10 @@ def test_from_json_prints_a_finished_run_again(bench, tmp_path, capsys):
     assert again["table_markdown"] in printed and again["differences_markdown"] in printed
     assert "- forgetting curve L=64: input 129 tokens, context 98" in printed
     assert "press kept 24 -> bounded B=24, chunk 6" in printed
-    assert "- passkey 256: prompts 252-253 tokens, press prefill 251-252" in printed and "bounded B=63, chunk 15" in printed
+    assert (
+        "- passkey 256: prompts 252-253 tokens, press prefill 251-252" in printed
+        and "bounded B=63, chunk 15" in printed
+    )
     assert "across rows: L=64 0.30-0.30" in printed
     assert "- kvpress observed_attention: RuntimeError: boom" in printed
 
@@ -168,8 +231,13 @@ def test_from_json_prints_a_finished_run_again(bench, tmp_path, capsys):
 def test_press_specs_carry_typed_fields(bench):
     row = bench.parse_press("pyramidkv:window_size=16,beta=4")
     assert (row.name, row.fields, row.kind) == ("pyramidkv", {"window_size": 16, "beta": 4}, "press")
-    assert bench.press_model_args(row, 0.75) == {"method": "kvpress", "press": "pyramidkv", "compression_ratio": 0.75,
-                                                 "window_size": 16, "beta": 4}
+    assert bench.press_model_args(row, 0.75) == {
+        "method": "kvpress",
+        "press": "pyramidkv",
+        "compression_ratio": 0.75,
+        "window_size": 16,
+        "beta": 4,
+    }
     assert [r.kind for r in bench.plan_rows(["snapkv"], ["statedclm"])] == ["reference", "press", "bounded"]
 
 
@@ -189,15 +257,31 @@ def test_quick_run_end_to_end(tmp_path):
 
     out = tmp_path / "kvb.json"
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--presses", "snapkv", "knorm", "--bounded", "streamingllm",
-         "--out-json", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--presses",
+            "snapkv",
+            "knorm",
+            "--bounded",
+            "streamingllm",
+            "--out-json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["versions"]["kvpress"] and report["versions"]["transformers"] and report["versions"]["torch"]
-    assert [r["label"] for r in report["rows"]] == ["vanilla (full cache)", "kvpress snapkv", "kvpress knorm",
-                                                   "streamingllm (ours, bounded)"]
+    assert [r["label"] for r in report["rows"]] == [
+        "vanilla (full cache)",
+        "kvpress snapkv",
+        "kvpress knorm",
+        "streamingllm (ours, bounded)",
+    ]
     fc_context = report["contexts"]["fc"]["64"]
     assert (fc_context["context_tokens"], fc_context["prefill_tokens"]) == (98, 97)
     assert fc_context["press_kept"] == compute_n_kept(97, 0.75) == 24
@@ -207,7 +291,10 @@ def test_quick_run_end_to_end(tmp_path):
     for row in report["rows"]:
         assert row["error"] is None, row["error"]
         for key, cell in row["cells"].items():
-            assert 0.0 <= cell["mean"] <= 1.0 and cell["interval"][0] <= cell["mean"] <= cell["interval"][1], (key, cell)
+            assert 0.0 <= cell["mean"] <= 1.0 and cell["interval"][0] <= cell["mean"] <= cell["interval"][1], (
+                key,
+                cell,
+            )
             assert len(cell["samples"]) == 1
         if row["kind"] == "press":
             assert row["cells"]["fc@64"]["measured_kept"] == [24] * 30  # every layer of SmolLM2-135M
@@ -215,13 +302,21 @@ def test_quick_run_end_to_end(tmp_path):
             assert row["cells"]["fc@64"]["kept"] == 24
             assert -1.0 <= row["vs_vanilla"]["fc@64"]["difference"] <= 1.0
     bounded = report["rows"][3]["cells"]
-    assert bounded["fc@64"]["model_args"] == {"method": "streamingllm", "max_context_length": 24, "chunk_size": 6,
-                                              "sink_length": 4}
+    assert bounded["fc@64"]["model_args"] == {
+        "method": "streamingllm",
+        "max_context_length": 24,
+        "chunk_size": 6,
+        "sink_length": 4,
+    }
     assert bounded["pk@256"]["model_args"]["max_context_length"] == pk_context["bounded_budget"]
 
     lines = proc.stdout.splitlines()
     header = lines.index("| method | kept fc L=64 | kept pk 256 | fc copy acc L=64 | passkey acc 256 |")
     assert [line.split(" | ")[0] for line in lines[header + 2 : header + 6]] == [
-        "| vanilla (full cache)", "| kvpress snapkv", "| kvpress knorm", "| streamingllm (ours, bounded)"]
+        "| vanilla (full cache)",
+        "| kvpress snapkv",
+        "| kvpress knorm",
+        "| streamingllm (ours, bounded)",
+    ]
     assert lines[header + 3].startswith("| kvpress snapkv | 24 | ")
     assert report["table_markdown"] in proc.stdout and report["differences_markdown"] in proc.stdout

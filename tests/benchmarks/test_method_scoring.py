@@ -7,8 +7,18 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "method_scoring.py"
-METHODS = ("vanilla", "pi", "yarn", "dynamic_ntk", "self_extend", "lm_infinite", "streamingllm", "statedclm",
-           "longcache", "infini")
+METHODS = (
+    "vanilla",
+    "pi",
+    "yarn",
+    "dynamic_ntk",
+    "self_extend",
+    "lm_infinite",
+    "streamingllm",
+    "statedclm",
+    "longcache",
+    "infini",
+)
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")
 
 
@@ -16,7 +26,9 @@ def test_tiny_cpu_run_scores_every_method_and_compares_it_to_vanilla(tmp_path):
     out = tmp_path / "p11.json"
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--tiny", "--device", "cpu", "--out-json", str(out)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())

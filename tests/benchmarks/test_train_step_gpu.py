@@ -27,8 +27,12 @@ def load_benchmark():
 def test_tiny_cpu_run_has_a_finite_row_per_recipe(tmp_path):
     out = tmp_path / "rows.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--device", "cpu", "--mixed-precision", "bf16",
-                    "--out-json", str(out)], check=True, env=env, timeout=300)
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", "--device", "cpu", "--mixed-precision", "bf16", "--out-json", str(out)],
+        check=True,
+        env=env,
+        timeout=300,
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [r["recipe"] for r in rows] == ["fox", "yarn"]
     for row in rows:
@@ -48,14 +52,22 @@ def test_a_shape_that_cannot_fit_is_reported_then_run_cut_in_depth(monkeypatch, 
 
     def fake_worker(args, recipe, layers=0):
         if not layers:
-            return {"recipe": recipe, "params": 6_740_000_000, "seq_len": 32768, "does_not_fit": True,
-                    "note": "does not fit"}
+            return {
+                "recipe": recipe,
+                "params": 6_740_000_000,
+                "seq_len": 32768,
+                "does_not_fit": True,
+                "note": "does not fit",
+            }
         return {"recipe": recipe, "error": "OutOfMemoryError: CUDA out of memory", "layers": layers, "cut_depth": True}
 
     monkeypatch.setattr(bench, "run_worker", fake_worker)
     out = tmp_path / "rows.json"
-    monkeypatch.setattr(sys, "argv", ["train_step_gpu.py", "--device", "cpu", "--recipes", "yarn", "--fallback-layers", "4",
-                                      "--out-json", str(out)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["train_step_gpu.py", "--device", "cpu", "--recipes", "yarn", "--fallback-layers", "4", "--out-json", str(out)],
+    )
     bench.main()
     rows = json.loads(out.read_text())["rows"]
     assert [(r["recipe"], r.get("layers")) for r in rows] == [("yarn", None), ("yarn", 4)]

@@ -10,7 +10,13 @@ import sys
 import pytest
 
 from lm_eval_longmem.common import atomic_files
-from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST, atomic_directory, atomic_write, folder_problem, write_json
+from lm_eval_longmem.common.atomic_files import (
+    FOLDER_MANIFEST,
+    atomic_directory,
+    atomic_write,
+    folder_problem,
+    write_json,
+)
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path):

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.fault_injection import DAMAGES, damage
-from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
-from lm_eval_longmem.models.checkpoint import default_model
-from lm_eval_longmem.lm_eval_model import request_cache
-
-from lm_eval_longmem.harness import task_index_cache
 from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST
 from lm_eval_longmem.data.corpora import load_corpus
 from lm_eval_longmem.data.token_stream import corpus_documents
+from lm_eval_longmem.harness import task_index_cache
+from lm_eval_longmem.lm_eval_model import request_cache
+from lm_eval_longmem.models.checkpoint import default_model
+from tests.helpers.fault_injection import DAMAGES, damage
+from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
 
 @pytest.fixture
@@ -41,7 +40,11 @@ def warnings(caplog):
 
 
 def one_rebuild_warning(messages: list[str], path) -> bool:
-    return len(messages) == 1 and messages[0].startswith(f"{path} is damaged (") and messages[0].endswith("; rebuilding it.")
+    return (
+        len(messages) == 1
+        and messages[0].startswith(f"{path} is damaged (")
+        and messages[0].endswith("; rebuilding it.")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +122,16 @@ def fake_conversion(monkeypatch, private_cache, tiny_model_dir, tmp_path):
     return conversions
 
 
-@pytest.mark.parametrize("fault", ["lost tokenizer.json", "lost model.safetensors", "lost the file list",
-                                   *(f"{how} model.safetensors" for how in DAMAGES), "garbage config.json"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "lost tokenizer.json",
+        "lost model.safetensors",
+        "lost the file list",
+        *(f"{how} model.safetensors" for how in DAMAGES),
+        "garbage config.json",
+    ],
+)
 def test_converted_default_model_folder(fault, fake_conversion, warnings):
     folder = default_model.default_model_dir()
     assert len(fake_conversion) == 1 and (folder / FOLDER_MANIFEST).is_file()

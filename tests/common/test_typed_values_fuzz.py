@@ -28,23 +28,23 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.helpers.fuzz_inputs import ARBITRARY_TEXT, NEAR_MISSES, read_text, read_value, texts_for, typed_values_for
 from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 from lm_eval._cli.utils import key_val_to_dict, try_parse_json
 from lm_eval.utils import simple_parse_args_string
-from tests.helpers.cli_runs import BIN
 
-from lm_eval_longmem.harness import preflight
+from lm_eval_longmem.common.typed_values import coerce
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, MethodArgumentError, available_methods
+from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.models.method_framework.arguments import parse_args
+from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, MethodArgumentError, available_methods
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file, parse_key_values
 from lm_eval_longmem.sweep.plan import plan_runs
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.task_options import parse_task_options
-from lm_eval_longmem.common.typed_values import coerce
+from tests.helpers.cli_runs import BIN
+from tests.helpers.fuzz_inputs import ARBITRARY_TEXT, NEAR_MISSES, read_text, read_value, texts_for, typed_values_for
 
 METHODS = available_methods()
 # Methods whose arguments are one fixed dataclass; kvpress's depend on the press it names (its own
@@ -60,8 +60,14 @@ FRONT_ENDS = {
 
 def fuzz_settings(examples: int, **extra):
     """Reproducible in CI: the same inputs on every run, no database written into the checkout."""
-    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], **extra)
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        **extra,
+    )
 
 
 def hints_of(cls) -> dict[str, typing.Any]:
@@ -102,11 +108,13 @@ def front_end_kept_pairs_apart(front_end, raw: dict, pairs: dict) -> bool:
 
 # --- --model_args, every method ------------------------------------------------------------
 
+
 def unknown_keys(fields: set[str]) -> st.SearchStrategy[str]:
     """Misspelled, wrongly cased and made-up keys (HFLM's own, such as dtype, go through too)."""
     near = [name.upper() for name in fields] + [name + "s" for name in fields] + ["facter", "dtype", "max_length"]
     return st.one_of(st.sampled_from(near), st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True)).filter(
-        lambda key: key not in fields and key not in WRAPPER_KEYS)
+        lambda key: key not in fields and key not in WRAPPER_KEYS
+    )
 
 
 # The range of every numeric method argument, from the methods' papers and what the code does
@@ -114,13 +122,28 @@ def unknown_keys(fields: set[str]) -> st.SearchStrategy[str]:
 # temperature > 0), written here apart from the methods' own checks: an accepted value outside
 # its range is a silent repair of a mistake (it would run, meaninglessly, or fail mid-run).
 ARGUMENT_RANGES = {
-    "segment_length": lambda v: v >= 1, "sink_length": lambda v: v >= 0, "max_context_length": lambda v: v >= 1,
-    "chunk_size": lambda v: v >= 1, "top_k": lambda v: v >= 0, "span_size": lambda v: v >= 1,
-    "top_k_prime": lambda v: v >= 0, "global_tokens": lambda v: v >= 0, "local_window": lambda v: v >= 1,
-    "window": lambda v: v >= 0, "group": lambda v: v >= 1, "target_length": lambda v: v >= 1,
-    "original_length": lambda v: v >= 1, "training_length": lambda v: v >= 1, "factor": lambda v: v >= 1,
-    "s": lambda v: v >= 1, "sigma": lambda v: v > 0, "beta_fast": lambda v: v > 0, "beta_slow": lambda v: v > 0,
-    "attention_factor": lambda v: v > 0, "low_freq_factor": lambda v: v > 0, "high_freq_factor": lambda v: v > 0,
+    "segment_length": lambda v: v >= 1,
+    "sink_length": lambda v: v >= 0,
+    "max_context_length": lambda v: v >= 1,
+    "chunk_size": lambda v: v >= 1,
+    "top_k": lambda v: v >= 0,
+    "span_size": lambda v: v >= 1,
+    "top_k_prime": lambda v: v >= 0,
+    "global_tokens": lambda v: v >= 0,
+    "local_window": lambda v: v >= 1,
+    "window": lambda v: v >= 0,
+    "group": lambda v: v >= 1,
+    "target_length": lambda v: v >= 1,
+    "original_length": lambda v: v >= 1,
+    "training_length": lambda v: v >= 1,
+    "factor": lambda v: v >= 1,
+    "s": lambda v: v >= 1,
+    "sigma": lambda v: v > 0,
+    "beta_fast": lambda v: v > 0,
+    "beta_slow": lambda v: v > 0,
+    "attention_factor": lambda v: v > 0,
+    "low_freq_factor": lambda v: v > 0,
+    "high_freq_factor": lambda v: v > 0,
     "beta_init": lambda v: True,  # a gate logit: any finite number
 }
 ARGUMENT_ORDER = {("beta_slow", "beta_fast"), ("low_freq_factor", "high_freq_factor")}  # (smaller, larger)
@@ -128,15 +151,20 @@ LARGEST_TENSOR_INDEX = 2**63 - 1  # an integer argument (a count or size of toke
 
 
 def test_every_numeric_method_argument_has_a_stated_range():
-    numeric = {name for cls in METHODS.values() for name, hint in hints_of(cls.Args).items()
-               if {int, float} & {hint, *typing.get_args(hint)}}
+    numeric = {
+        name
+        for cls in METHODS.values()
+        for name, hint in hints_of(cls.Args).items()
+        if {int, float} & {hint, *typing.get_args(hint)}
+    }
     assert numeric == set(ARGUMENT_RANGES)
 
 
 def in_range(args) -> bool:
     values = dataclasses.asdict(args)
-    return all(value is None or ARGUMENT_RANGES.get(name, lambda v: True)(value) for name, value in values.items()) and all(
-        values[small] < values[large] for small, large in ARGUMENT_ORDER if small in values)
+    return all(
+        value is None or ARGUMENT_RANGES.get(name, lambda v: True)(value) for name, value in values.items()
+    ) and all(values[small] < values[large] for small, large in ARGUMENT_ORDER if small in values)
 
 
 @functools.cache
@@ -185,8 +213,10 @@ def test_model_args_of_every_method_are_read_as_typed_or_refused_with_one_messag
         event("pairs merged by the front end (no-traceback check only)")
         return
     readings = {key: read_text(value, hints[key]) for key, value in typed.items() if key in hints}
-    readings = {key: None if reading and type(reading.value) is int and abs(reading.value) > LARGEST_TENSOR_INDEX
-                else reading for key, reading in readings.items()}
+    readings = {
+        key: None if reading and type(reading.value) is int and abs(reading.value) > LARGEST_TENSOR_INDEX else reading
+        for key, reading in readings.items()
+    }
     expected, must_accept = expectation(args_cls, readings)
     if outcome is not None:
         event(f"refused: {type(outcome).__name__}")
@@ -241,8 +271,24 @@ def test_method_names_are_exact_or_refused_with_the_valid_ones(name, front_end):
 # Malformed `k=v,k=v` strings: anything goes, nothing but our errors (or argparse's) comes out.
 MALFORMED_PIECES = st.one_of(
     st.text(alphabet="=,[](){}'\" .:-_+abcfxyz019", max_size=12),
-    st.sampled_from(["factor", "factor=", "=4", "method", "method=yarn", "method=", ",", ",,", "=", "==",
-                     "target_length=[1024,", "beta_fast=2,beta_slow=1", "factor=2=3", "segment_length=(1"]),
+    st.sampled_from(
+        [
+            "factor",
+            "factor=",
+            "=4",
+            "method",
+            "method=yarn",
+            "method=",
+            ",",
+            ",,",
+            "=",
+            "==",
+            "target_length=[1024,",
+            "beta_fast=2,beta_slow=1",
+            "factor=2=3",
+            "segment_length=(1",
+        ]
+    ),
 )
 
 
@@ -288,8 +334,10 @@ def metadata_pairs(cls, prefix: str, typed: bool) -> st.SearchStrategy[list[tupl
     hints = hints_of(cls)
     values = typed_values_for if typed else texts_for
     own = st.sampled_from(sorted(hints)).flatmap(lambda name: st.tuples(st.just(prefix + name), values(hints[name])))
-    unknown = st.tuples(st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in hints).map(
-        lambda k: prefix + k), st.just("1"))
+    unknown = st.tuples(
+        st.from_regex(r"[a-z_]{1,8}", fullmatch=True).filter(lambda k: k not in hints).map(lambda k: prefix + k),
+        st.just("1"),
+    )
     others = st.tuples(st.sampled_from(["pretrained", "max_length", "zz_option"]), st.just("2"))
     return st.lists(st.one_of(own, own, own, unknown, others), max_size=4)
 
@@ -308,7 +356,7 @@ def test_metadata_options_of_every_task_are_read_as_typed_or_refused_with_one_me
         except ValueError:
             event("refused by lm-eval's command line")
             return
-        readings = {k: read_value(v, hints[k[len(prefix):]]) for k, v in pairs.items() if k[len(prefix):] in hints}
+        readings = {k: read_value(v, hints[k[len(prefix) :]]) for k, v in pairs.items() if k[len(prefix) :] in hints}
     else:  # --metadata fc_points=8 fc_lengths=[8,16]
         text = ",".join(f"{key}={value}" for key, value in pairs.items())
         try:
@@ -320,9 +368,9 @@ def test_metadata_options_of_every_task_are_read_as_typed_or_refused_with_one_me
             event("pairs merged by the front end (no-traceback check only)")
             _parse_or_user_error(cls, raw, prefix)
             return
-        readings = {k: read_text(v, hints[k[len(prefix):]]) for k, v in pairs.items() if k[len(prefix):] in hints}
-    unknown = [k for k in pairs if k.startswith(prefix) and k[len(prefix):] not in hints]
-    expected, must_accept = expectation(cls, {k[len(prefix):]: r for k, r in readings.items()})
+        readings = {k: read_text(v, hints[k[len(prefix) :]]) for k, v in pairs.items() if k[len(prefix) :] in hints}
+    unknown = [k for k in pairs if k.startswith(prefix) and k[len(prefix) :] not in hints]
+    expected, must_accept = expectation(cls, {k[len(prefix) :]: r for k, r in readings.items()})
     outcome = _parse_or_user_error(cls, raw, prefix)
     start_up = _start_up_check_or_user_error(task, raw)
     assert isinstance(outcome, LongMemError) == isinstance(start_up, LongMemError), (outcome, start_up)
@@ -357,11 +405,19 @@ def _start_up_check_or_user_error(task, raw):
 ALL_ARGUMENTS = {name: hint for cls in METHODS.values() for name, hint in hints_of(cls.Args).items()}
 TASK_NAMES = TASKS_WITH_OPTIONS
 ALL_OPTIONS = {
-    options_class(task)[1] + name: hint for task in TASK_NAMES for name, hint in hints_of(options_class(task)[0]).items()
+    options_class(task)[1] + name: hint
+    for task in TASK_NAMES
+    for name, hint in hints_of(options_class(task)[0]).items()
 }
 YAML_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(), st.text(max_size=6))
-YAML_ANYTHING = st.recursive(YAML_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.one_of(st.text(max_size=5), st.integers(0, 3)), inner, max_size=3), max_leaves=6)
+YAML_ANYTHING = st.recursive(
+    YAML_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.one_of(st.text(max_size=5), st.integers(0, 3)), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def typed_mapping(hints: dict, names: list[str]) -> st.SearchStrategy[dict]:
@@ -377,9 +433,15 @@ def method_entry(name: str) -> st.SearchStrategy[dict]:
         return st.just({"name": name})
     args = typed_mapping(hints, sorted(hints))
     grid_pair = st.sampled_from(sorted(hints)).flatmap(
-        lambda arg: st.tuples(st.just(arg), st.lists(typed_values_for(hints[arg]), min_size=1, max_size=2)))
-    return st.fixed_dictionaries({"name": st.just(name)}, optional={
-        "args": st.one_of(args, st.lists(args, max_size=2)), "grid": st.lists(grid_pair, max_size=1).map(dict)})
+        lambda arg: st.tuples(st.just(arg), st.lists(typed_values_for(hints[arg]), min_size=1, max_size=2))
+    )
+    return st.fixed_dictionaries(
+        {"name": st.just(name)},
+        optional={
+            "args": st.one_of(args, st.lists(args, max_size=2)),
+            "grid": st.lists(grid_pair, max_size=1).map(dict),
+        },
+    )
 
 
 def sometimes_junk(well_formed: st.SearchStrategy) -> st.SearchStrategy:
@@ -387,11 +449,23 @@ def sometimes_junk(well_formed: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(well_formed, well_formed, well_formed, well_formed, well_formed, YAML_ANYTHING)
 
 
-METHOD_ENTRY = st.one_of(st.sampled_from(sorted(METHODS)), *[method_entry(name) for name in sorted(METHODS)],
-                         st.sampled_from(["yarnn", "YARN", ""]), YAML_ANYTHING)
+METHOD_ENTRY = st.one_of(
+    st.sampled_from(sorted(METHODS)),
+    *[method_entry(name) for name in sorted(METHODS)],
+    st.sampled_from(["yarnn", "YARN", ""]),
+    YAML_ANYTHING,
+)
 SWEEP_VALUES = {
-    "models": st.lists(st.one_of(st.none(), st.just("default"), st.just("HuggingFaceTB/SmolLM2-135M"), st.fixed_dictionaries(
-        {"pretrained": st.one_of(st.just("default"), st.text(max_size=6), YAML_SCALARS)})), min_size=1, max_size=2),
+    "models": st.lists(
+        st.one_of(
+            st.none(),
+            st.just("default"),
+            st.just("HuggingFaceTB/SmolLM2-135M"),
+            st.fixed_dictionaries({"pretrained": st.one_of(st.just("default"), st.text(max_size=6), YAML_SCALARS)}),
+        ),
+        min_size=1,
+        max_size=2,
+    ),
     "methods": st.lists(METHOD_ENTRY, min_size=1, max_size=2),
     "metadata": typed_mapping(ALL_OPTIONS, sorted(ALL_OPTIONS)),
     "model_args": st.dictionaries(st.sampled_from(["dtype", "max_length"]), YAML_SCALARS, max_size=2),
@@ -404,14 +478,20 @@ SWEEP_VALUES = {
     "launcher": st.sampled_from([["accelerate", "launch"], "accelerate launch"]),
 }
 SWEEP_MAPPINGS = st.fixed_dictionaries(
-    {"tasks": sometimes_junk(st.one_of(st.lists(st.sampled_from(TASK_NAMES + ["longmem"]), min_size=1, max_size=2),
-                                       st.sampled_from(TASK_NAMES)))},
+    {
+        "tasks": sometimes_junk(
+            st.one_of(
+                st.lists(st.sampled_from(TASK_NAMES + ["longmem"]), min_size=1, max_size=2), st.sampled_from(TASK_NAMES)
+            )
+        )
+    },
     optional={key: sometimes_junk(values) for key, values in SWEEP_VALUES.items()},
 )
 MISSPELLED_KEYS = st.sampled_from(["modles", "method", "task", "meta_data", "Tasks"])
 # One file in ten has a misspelled key (Hypothesis's one_of would not keep to such a share).
 SWEEP_FILES = st.tuples(SWEEP_MAPPINGS, st.integers(0, 9), MISSPELLED_KEYS, YAML_ANYTHING).map(
-    lambda t: {**t[0], t[2]: t[3]} if t[1] == 7 else t[0])
+    lambda t: {**t[0], t[2]: t[3]} if t[1] == 7 else t[0]
+)
 
 
 @fuzz_settings(200)
@@ -434,10 +514,14 @@ def test_sweep_files_are_planned_as_written_or_refused_with_one_message(raw, tmp
 
 def check_planned_as_written(raw: dict, config, runs) -> None:
     """An accepted sweep runs what the file says: each value as written, each in its range."""
-    assert config.limit is None or (math.isfinite(config.limit) and (0 < config.limit < 1 or config.limit.is_integer())
-                                    and config.limit > 0), config.limit
-    assert config.batch_size is None or (type(config.batch_size) is int and config.batch_size > 0) or re.fullmatch(
-        r"auto(:[1-9][0-9]*)?", str(config.batch_size)), config.batch_size
+    assert config.limit is None or (
+        math.isfinite(config.limit) and (0 < config.limit < 1 or config.limit.is_integer()) and config.limit > 0
+    ), config.limit
+    assert (
+        config.batch_size is None
+        or (type(config.batch_size) is int and config.batch_size > 0)
+        or re.fullmatch(r"auto(:[1-9][0-9]*)?", str(config.batch_size))
+    ), config.batch_size
     for key in ("device", "output_path"):
         if raw.get(key) is not None:
             assert getattr(config, key) == raw[key], (key, raw[key], getattr(config, key))
@@ -449,7 +533,9 @@ def check_planned_as_written(raw: dict, config, runs) -> None:
         parsed = parse_args(run.model_args["method"], method_cls.Args, own)
         for name, value in own.items():
             reading = read_value(value, hints[name])
-            assert reading is not None and reading.value == getattr(parsed, name), f"{name}={value!r} planned for {run.name}"
+            assert reading is not None and reading.value == getattr(parsed, name), (
+                f"{name}={value!r} planned for {run.name}"
+            )
         for task in run.tasks:
             if task in TASKS_WITH_OPTIONS:  # its options hold: the run will not fail on them
                 cls, prefix = options_class(task)
@@ -485,15 +571,28 @@ def bad_text_for(annotation) -> st.SearchStrategy[str]:
 
 
 BAD_METHOD_ARGUMENTS = st.sampled_from(sorted((m, f) for m in METHODS for f in hints_of(METHODS[m].Args))).flatmap(
-    lambda pair: st.tuples(st.just(pair[0]), st.just(pair[1]), bad_text_for(hints_of(METHODS[pair[0]].Args)[pair[1]])))
-BAD_TASK_OPTIONS = st.sampled_from(sorted((task, f) for task in TASK_NAMES for f in hints_of(options_class(task)[0]))).flatmap(
-    lambda pair: st.tuples(st.just(pair[0]), st.just(options_class(pair[0])[1] + pair[1]),
-                           bad_text_for(hints_of(options_class(pair[0])[0])[pair[1]])))
+    lambda pair: st.tuples(st.just(pair[0]), st.just(pair[1]), bad_text_for(hints_of(METHODS[pair[0]].Args)[pair[1]]))
+)
+BAD_TASK_OPTIONS = st.sampled_from(
+    sorted((task, f) for task in TASK_NAMES for f in hints_of(options_class(task)[0]))
+).flatmap(
+    lambda pair: st.tuples(
+        st.just(pair[0]),
+        st.just(options_class(pair[0])[1] + pair[1]),
+        bad_text_for(hints_of(options_class(pair[0])[0])[pair[1]]),
+    )
+)
 
 
 # One mistake each sweep file gets (whatever else it holds, it must be refused).
-SWEEP_MISTAKES = [{"limit": float("nan")}, {"limit": 1.5}, {"batch_size": "autox"}, {"device": ["cpu"]},
-                  {"metadata": {"fc_points": "abc"}}, {"methods": [{"name": "yarn", "args": {"factor": "nan"}}]}]
+SWEEP_MISTAKES = [
+    {"limit": float("nan")},
+    {"limit": 1.5},
+    {"batch_size": "autox"},
+    {"device": ["cpu"]},
+    {"metadata": {"fc_points": "abc"}},
+    {"methods": [{"name": "yarn", "args": {"factor": "nan"}}]},
+]
 
 
 def assert_one_error_line(proc, *named) -> None:
@@ -504,26 +603,51 @@ def assert_one_error_line(proc, *named) -> None:
 
 
 @fuzz_settings(1, phases=[Phase.generate])  # one draw of a handful of inputs; no shrinking (each input is a process)
-@given(method_cases=st.lists(BAD_METHOD_ARGUMENTS, min_size=1, max_size=1),
-       option_cases=st.lists(BAD_TASK_OPTIONS, min_size=3, max_size=3),
-       sweeps=st.lists(st.tuples(SWEEP_FILES, st.sampled_from(SWEEP_MISTAKES)), min_size=2, max_size=2))
-def test_generated_bad_inputs_through_the_commands_are_one_error_line(method_cases, option_cases, sweeps, tmp_path_factory):
+@given(
+    method_cases=st.lists(BAD_METHOD_ARGUMENTS, min_size=1, max_size=1),
+    option_cases=st.lists(BAD_TASK_OPTIONS, min_size=3, max_size=3),
+    sweeps=st.lists(st.tuples(SWEEP_FILES, st.sampled_from(SWEEP_MISTAKES)), min_size=2, max_size=2),
+)
+def test_generated_bad_inputs_through_the_commands_are_one_error_line(
+    method_cases, option_cases, sweeps, tmp_path_factory
+):
     """`lm_eval` (start-up check) and `lm-eval-longmem sweep --dry-run` answer each with one
     `error:` line naming the key and a non-zero exit, before any model loads; run side by side."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    commands = [([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"method={method},{field}={text}",
-                  "--tasks", "forgetting_curve"], field) for method, field, text in method_cases]
-    commands += [([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", task, "--metadata", f"{key}={text}"], key)
-                 for task, key, text in option_cases]
+    commands = [
+        (
+            [
+                str(BIN / "lm_eval"),
+                "--model",
+                "longmem",
+                "--model_args",
+                f"method={method},{field}={text}",
+                "--tasks",
+                "forgetting_curve",
+            ],
+            field,
+        )
+        for method, field, text in method_cases
+    ]
+    commands += [
+        ([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", task, "--metadata", f"{key}={text}"], key)
+        for task, key, text in option_cases
+    ]
     deep = "[" * 5000  # lm-eval's JSON reading recursed past Python's limit: a RecursionError traceback
-    commands.append(([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve", "--metadata", deep],
-                     "--metadata: lists or mappings nested too deeply"))
+    commands.append(
+        (
+            [str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve", "--metadata", deep],
+            "--metadata: lists or mappings nested too deeply",
+        )
+    )
     for number, (sweep, mistake) in enumerate(sweeps):
         bad_sweep = tmp_path_factory.getbasetemp() / f"fuzz_bad_sweep_{number}.yaml"
         bad_sweep.write_text(yaml.safe_dump({**sweep, **mistake}), encoding="utf-8")
         commands.append(([str(BIN / "lm-eval-longmem"), "sweep", str(bad_sweep), "--dry-run"], "sweep"))
-    running = [(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env), argv, key)
-               for argv, key in commands]
+    running = [
+        (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env), argv, key)
+        for argv, key in commands
+    ]
     for proc, argv, key in running:
         stdout, stderr = proc.communicate(timeout=600)
         event("command answered with one error line")
@@ -532,20 +656,33 @@ def test_generated_bad_inputs_through_the_commands_are_one_error_line(method_cas
 
 # --- what the fuzzing found: each fixed, kept here as a plain example --------------------------
 
-@pytest.mark.parametrize("model_args, expected", [
-    ("method=ntk,original_length=1E30", "1e+30 is too large to be read exactly"),  # was 1000000000000000019884624838656
-    ("method=yarn,factor=" + "9" * 400, "factor=" + "9" * 400 + " is not a valid float | None (expected a finite number"),
-    ("method=llama3,high_freq_factor=0.0", "need 0 < low_freq_factor < high_freq_factor, got low_freq_factor=1.0, high"),
-    ("method=llama3,low_freq_factor=4,high_freq_factor=4", "need 0 < low_freq_factor < high_freq_factor"),
-    ("method=yarn,beta_slow=0.0", "beta_slow must be a positive number of rotations, got 0.0"),
-    ("method=yarn,attention_factor=-1", "attention_factor scales q and k and must be positive, got -1.0"),
-    ("method=dynamic_ntk,training_length=0", "training_length must be a positive number of tokens, got 0"),
-    ("method=self_extend,original_length=-3", "original_length must be a positive number of tokens, got -3"),
-    ("method={'a':1}", "Unknown method={'a': 1}. Valid methods:"),  # was TypeError: unhashable type
-    ("method=['yarn']", "Unknown method=['yarn']. Valid methods:"),
-    ("method=-0", "Unknown method=-0.0. Valid methods:"),  # was vanilla (a falsy method)
-    ("method=", "method= is empty: name a method"),  # was vanilla, even for a checkpoint that records another
-])
+
+@pytest.mark.parametrize(
+    "model_args, expected",
+    [
+        (
+            "method=ntk,original_length=1E30",
+            "1e+30 is too large to be read exactly",
+        ),  # was 1000000000000000019884624838656
+        (
+            "method=yarn,factor=" + "9" * 400,
+            "factor=" + "9" * 400 + " is not a valid float | None (expected a finite number",
+        ),
+        (
+            "method=llama3,high_freq_factor=0.0",
+            "need 0 < low_freq_factor < high_freq_factor, got low_freq_factor=1.0, high",
+        ),
+        ("method=llama3,low_freq_factor=4,high_freq_factor=4", "need 0 < low_freq_factor < high_freq_factor"),
+        ("method=yarn,beta_slow=0.0", "beta_slow must be a positive number of rotations, got 0.0"),
+        ("method=yarn,attention_factor=-1", "attention_factor scales q and k and must be positive, got -1.0"),
+        ("method=dynamic_ntk,training_length=0", "training_length must be a positive number of tokens, got 0"),
+        ("method=self_extend,original_length=-3", "original_length must be a positive number of tokens, got -3"),
+        ("method={'a':1}", "Unknown method={'a': 1}. Valid methods:"),  # was TypeError: unhashable type
+        ("method=['yarn']", "Unknown method=['yarn']. Valid methods:"),
+        ("method=-0", "Unknown method=-0.0. Valid methods:"),  # was vanilla (a falsy method)
+        ("method=", "method= is empty: name a method"),  # was vanilla, even for a checkpoint that records another
+    ],
+)
 def test_found_model_args_mistakes_are_one_message(model_args, expected):
     with pytest.raises(LongMemError, match=re.escape(expected)):
         read_model_args(key_val_to_dict, model_args)
@@ -562,14 +699,20 @@ def test_a_count_past_a_tensor_index_is_one_message():
         parse_args("statedclm", METHODS["statedclm"].Args, {"max_context_length": "1E1000"})  # was OverflowError
 
 
-@pytest.mark.parametrize("metadata, expected", [
-    ("fc_corpus=", "Unknown corpus '' (--metadata fc_corpus)"),  # was the current folder
-    ("ppl_corpus=", "Unknown corpus '' (--metadata ppl_corpus)"),
-    ("trec_data_dir=007", "--metadata trec_data_dir=7 is malformed: expected text, but it was read as a number: quote"),
-    ("topicret_data=NaN", "--metadata topicret_data=nan is malformed: expected text"),  # was the folder 'nan'
-    ("fc_corpus=None", "--metadata fc_corpus=None is malformed: expected text"),
-    ("fc_seed=1e23", "--metadata fc_seed=1e+23 is malformed: expected an integer such as 1024; 1e+23 is too large"),
-])
+@pytest.mark.parametrize(
+    "metadata, expected",
+    [
+        ("fc_corpus=", "Unknown corpus '' (--metadata fc_corpus)"),  # was the current folder
+        ("ppl_corpus=", "Unknown corpus '' (--metadata ppl_corpus)"),
+        (
+            "trec_data_dir=007",
+            "--metadata trec_data_dir=7 is malformed: expected text, but it was read as a number: quote",
+        ),
+        ("topicret_data=NaN", "--metadata topicret_data=nan is malformed: expected text"),  # was the folder 'nan'
+        ("fc_corpus=None", "--metadata fc_corpus=None is malformed: expected text"),
+        ("fc_seed=1e23", "--metadata fc_seed=1e+23 is malformed: expected an integer such as 1024; 1e+23 is too large"),
+    ],
+)
 def test_found_task_option_mistakes_are_one_message(metadata, expected):
     with pytest.raises(LongMemError, match=re.escape(expected)):
         preflight.check_task_options(TASK_NAMES, key_val_to_dict(metadata))
@@ -581,21 +724,24 @@ def test_quoted_or_path_text_options_are_kept_as_typed():
     assert parse_task_options(trec, {"trec_data_dir": Path("/data/trec")}, prefix).data_dir == "/data/trec"
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ({"device": []}, "device must be a non-empty string (quote it in YAML), got []"),  # was the device '[]'
-    ({"output_path": 2024}, "output_path must be a non-empty string (quote it in YAML), got 2024"),
-    ({"limit": float("nan")}, "limit must be a positive number (a whole count, or a fraction below 1), got nan"),
-    ({"limit": float("inf")}, "limit must be a positive number"),
-    ({"limit": 1.5}, "limit must be a positive number (a whole count"),  # lm-eval would run 1 document
-    ({"batch_size": "autox"}, "batch_size must be a positive integer, 'auto' or 'auto:N', got 'autox'"),
-    ({"models": [{"pretrained": 123}]}, "a models entry's pretrained must be a non-empty string"),
-    ({"models": [""]}, "a models entry must be a non-empty string"),
-    ({"methods": [{"name": "yarn", "args": 0}]}, "methods[yarn].args must be a mapping"),  # was no arguments
-    ({"methods": [{"name": "yarn", "grid": 0}]}, "methods[yarn].grid must be a mapping"),
-    ({"model_args": {"dtype": float("nan")}}, "model_args must hold plain values"),
-    ({"metadata": {"fc_points": "abc"}}, "--metadata fc_points=abc is malformed"),  # was each run failing in turn
-    ({1: "x", "zz": "y"}, "unknown key(s) 1, 'zz'"),  # was TypeError: '<' not supported
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ({"device": []}, "device must be a non-empty string (quote it in YAML), got []"),  # was the device '[]'
+        ({"output_path": 2024}, "output_path must be a non-empty string (quote it in YAML), got 2024"),
+        ({"limit": float("nan")}, "limit must be a positive number (a whole count, or a fraction below 1), got nan"),
+        ({"limit": float("inf")}, "limit must be a positive number"),
+        ({"limit": 1.5}, "limit must be a positive number (a whole count"),  # lm-eval would run 1 document
+        ({"batch_size": "autox"}, "batch_size must be a positive integer, 'auto' or 'auto:N', got 'autox'"),
+        ({"models": [{"pretrained": 123}]}, "a models entry's pretrained must be a non-empty string"),
+        ({"models": [""]}, "a models entry must be a non-empty string"),
+        ({"methods": [{"name": "yarn", "args": 0}]}, "methods[yarn].args must be a mapping"),  # was no arguments
+        ({"methods": [{"name": "yarn", "grid": 0}]}, "methods[yarn].grid must be a mapping"),
+        ({"model_args": {"dtype": float("nan")}}, "model_args must hold plain values"),
+        ({"metadata": {"fc_points": "abc"}}, "--metadata fc_points=abc is malformed"),  # was each run failing in turn
+        ({1: "x", "zz": "y"}, "unknown key(s) 1, 'zz'"),  # was TypeError: '<' not supported
+    ],
+)
 def test_found_sweep_mistakes_are_one_message(raw, expected):
     with pytest.raises(LongMemError, match=re.escape(expected)):
         build_config({"tasks": ["forgetting_curve"], **raw}, "s.yaml")

@@ -5,11 +5,11 @@ import time
 import numpy as np
 import pytest
 
-from lm_eval_longmem.models.checkpoint import default_model
+from lm_eval_longmem.common.hub import HubUnavailableError, loading_from_hub
 from lm_eval_longmem.data import corpora
 from lm_eval_longmem.data.corpora import CorpusUnavailableError, load_corpus, markdown_to_text
 from lm_eval_longmem.data.token_stream import corpus_tokens
-from lm_eval_longmem.common.hub import HubUnavailableError, loading_from_hub
+from lm_eval_longmem.models.checkpoint import default_model
 
 
 def test_markdown_markup_is_removed():

@@ -68,7 +68,9 @@ def test_sentence_filler_cycles_the_filler():
     assert filler_sentences(7) == FILLER + " The grass is green. The sky is blue."
 
 
-@pytest.mark.parametrize(("total", "depth", "split"), [(10, 0, (0, 10)), (10, 100, (10, 0)), (10, 50, (5, 5)), (7, 25, (1, 6))])
+@pytest.mark.parametrize(
+    ("total", "depth", "split"), [(10, 0, (0, 10)), (10, 100, (10, 0)), (10, 50, (5, 5)), (7, 25, (1, 6))]
+)
 def test_depth_split(total, depth, split):
     assert split_at_depth(total, depth) == split
 
@@ -101,32 +103,49 @@ def test_a_length_below_the_bare_prompt_is_an_error():
 
 def test_lengths_must_leave_room_for_the_answer():
     check_lengths_fit(Options(lengths=(118,)), 128)
-    with pytest.raises(PasskeyConfigError, match=rf"\[119, 200\].*answer needs {ANSWER_TOKENS}.*longest prompt is 118.*Nothing is truncated"):
+    with pytest.raises(
+        PasskeyConfigError,
+        match=rf"\[119, 200\].*answer needs {ANSWER_TOKENS}.*longest prompt is 118.*Nothing is truncated",
+    ):
         check_lengths_fit(Options(lengths=(64, 119, 200)), 128)
 
 
 def test_options_from_metadata():
-    options = Options.from_metadata({"pk_lengths": "[2048,1024]", "pk_depths": [50, 0], "pk_samples": "3", "fc_points": 4, "pretrained": "x"})
+    options = Options.from_metadata(
+        {"pk_lengths": "[2048,1024]", "pk_depths": [50, 0], "pk_samples": "3", "fc_points": 4, "pretrained": "x"}
+    )
     assert options.lengths == (1024, 2048) and options.depths == (0, 50) and options.samples == 3
     assert Options.from_metadata({}) == Options()
     assert Options().lengths == (512, 1024, 2048) and Options().depths == (0, 25, 50, 75, 100)
 
 
-@pytest.mark.parametrize("bad", [{"pk_depths": [120]}, {"pk_protocol": "words"}, {"pk_samples": 0}, {"pk_lengths": [1.5]}])
+@pytest.mark.parametrize(
+    "bad", [{"pk_depths": [120]}, {"pk_protocol": "words"}, {"pk_samples": 0}, {"pk_lengths": [1.5]}]
+)
 def test_malformed_options_are_rejected(bad):
     with pytest.raises(PasskeyConfigError):
         Options.from_metadata(bad)
 
 
 def test_unknown_option_lists_the_valid_ones():
-    with pytest.raises(PasskeyConfigError, match="pk_length; valid: pk_depths, pk_lengths, pk_protocol, pk_samples, pk_seed"):
+    with pytest.raises(
+        PasskeyConfigError, match="pk_length; valid: pk_depths, pk_lengths, pk_protocol, pk_samples, pk_seed"
+    ):
         Options.from_metadata({"pk_length": 10})
 
 
 @pytest.mark.parametrize(
     ("generated", "first"),
-    [(" 123.", 123), ("The pass key is 123.", 123), ("12a3", 12), ("abc", None), ("", None), (" 0042 is", 42),
-     ("-5 then 7", 5), (" 3.14", 3)],
+    [
+        (" 123.", 123),
+        ("The pass key is 123.", 123),
+        ("12a3", 12),
+        ("abc", None),
+        ("", None),
+        (" 0042 is", 42),
+        ("-5 then 7", 5),
+        (" 3.14", 3),
+    ],
 )
 def test_first_integer(generated, first):
     assert first_integer(generated) == first

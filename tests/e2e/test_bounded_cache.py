@@ -17,8 +17,18 @@ def test_headline_command_with_a_compressing_budget(method, tiny_model_dir, corp
     out = tmp_path / "out"
     budget = "max_context_length=24,chunk_size=8,sink_length=4"
     run(
-        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method={method},{budget}",
-         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out)]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},method={method},{budget}",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+            "--output_path",
+            str(out),
+        ]
     )
     results = results_of(out)
     curve = results["results"]["forgetting_curve"]["curve,none"]
@@ -35,12 +45,28 @@ def test_headline_command_with_a_compressing_budget(method, tiny_model_dir, corp
 def test_passkey_generation_through_the_bounded_cache(method, tiny_model_dir, tmp_path):
     """generate_until goes through the method's own generator: chunked prefill, bounded decode."""
     out = tmp_path / "out"
-    budget = "max_context_length=24,chunk_size=8,sink_length=4,top_k_prime=2,span_size=2" if method == "longcache" else (
-        "max_context_length=24,chunk_size=8,sink_length=4")
+    budget = (
+        "max_context_length=24,chunk_size=8,sink_length=4,top_k_prime=2,span_size=2"
+        if method == "longcache"
+        else ("max_context_length=24,chunk_size=8,sink_length=4")
+    )
     run(
-        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method={method},{budget}",
-         "--tasks", "longmem_passkey", "--metadata", "pk_lengths=[64,96]", "pk_depths=[0,100]", "pk_samples=1",
-         "--output_path", str(out), "--log_samples"]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},method={method},{budget}",
+            "--tasks",
+            "longmem_passkey",
+            "--metadata",
+            "pk_lengths=[64,96]",
+            "pk_depths=[0,100]",
+            "pk_samples=1",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
     )
     results = results_of(out)
     grid = results["results"]["longmem_passkey"]["grid,none"]

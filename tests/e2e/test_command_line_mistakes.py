@@ -3,11 +3,11 @@ status 2, through the real `lm_eval` and `lm-eval-longmem` commands (each stops 
 imports torch: a second or two); commands lm-eval accepts are untouched."""
 
 import pytest
-from tests.helpers.cli_runs import BIN, run
 
+from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
 from lm_eval_longmem.harness import cli_mistakes
 from lm_eval_longmem.models.method_registry import UnknownMethodError, get_method
-from lm_eval_longmem.common.suggestions import close_matches, did_you_mean, either
+from tests.helpers.cli_runs import BIN, run
 
 
 @pytest.fixture(scope="module")
@@ -28,28 +28,42 @@ def assert_one_line(proc, *expected):
 
 def test_misspelled_task_is_one_line_with_a_suggestion():
     proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgeting_curve"], check=False)
-    assert_one_line(proc, "lm_eval: error: Unknown task 'forgeting_curve'. Did you mean forgetting_curve?",
-                    "`lm_eval ls tasks` lists all", "this plugin's: forgetting_curve, longmem, longmem_passkey")
+    assert_one_line(
+        proc,
+        "lm_eval: error: Unknown task 'forgeting_curve'. Did you mean forgetting_curve?",
+        "`lm_eval ls tasks` lists all",
+        "this plugin's: forgetting_curve, longmem, longmem_passkey",
+    )
 
 
 def test_misspelled_task_with_the_default_model_not_yet_converted(tmp_path):
     """A first run on a fresh machine: the mistake is reported before the model is converted."""
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgeting_curve"], check=False,
-               env_extra={"LM_EVAL_LONGMEM_CACHE": str(tmp_path)})
+    proc = run(
+        [str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgeting_curve"],
+        check=False,
+        env_extra={"LM_EVAL_LONGMEM_CACHE": str(tmp_path)},
+    )
     assert_one_line(proc, "Unknown task 'forgeting_curve'. Did you mean forgetting_curve?")
     assert not any((tmp_path / "models").iterdir())
 
 
 def test_malformed_json_metadata_is_one_line():
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve",
-                "--metadata", '{"fc_samples": 3'], check=False)
+    proc = run(
+        [str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "forgetting_curve", "--metadata", '{"fc_samples": 3'],
+        check=False,
+    )
     assert_one_line(proc, "error: argument --metadata: Invalid JSON")
 
 
 def test_misspelled_subcommand_lists_ours_and_lm_evals():
     proc = run([str(BIN / "lm-eval-longmem"), "plott"], check=False)
-    assert_one_line(proc, "lm-eval-longmem: error: unknown subcommand 'plott'. Did you mean plot",
-                    "fetch-data, leaderboard, methods, plot", "sweep, tasks, train", "run, ls, validate")
+    assert_one_line(
+        proc,
+        "lm-eval-longmem: error: unknown subcommand 'plott'. Did you mean plot",
+        "fetch-data, leaderboard, methods, plot",
+        "sweep, tasks, train",
+        "run, ls, validate",
+    )
 
 
 def test_unknown_tasks_each_get_their_suggestions_other_failures_are_left_alone(registered):

@@ -8,25 +8,38 @@ the others are tested where they are raised (lm_eval_model/test_longmem_lm.py,
 lm_eval_model/test_fox_checkpoint.py, ...)."""
 
 import pytest
-from tests.helpers.cli_runs import BIN, run
-from tests.helpers.error_messages import assert_one_message
 
 from lm_eval_longmem.errors import LongMemError, concise_excepthook, user_error_in
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message
 
 
 @pytest.mark.parametrize(
     "model_args, extra, expected",
     [
         ("method=yarn,facter=2", ["--tasks", "forgetting_curve"], ["Unknown --model_args facter", "factor"]),
-        ("method=vanilla", ["--tasks", "longmem_passkey", "--metadata", "pk_lengths=[4096]"], ["length(s) [4096] do not fit"]),
+        (
+            "method=vanilla",
+            ["--tasks", "longmem_passkey", "--metadata", "pk_lengths=[4096]"],
+            ["length(s) [4096] do not fit"],
+        ),
     ],  # the first is raised while the model loads, the second while the task builds (it needs the model's
     # context length; an option that is malformed or out of range is caught at start-up,
     # harness/test_preflight_option_ranges.py)
     ids=["misspelled-argument", "length-past-the-model"],
 )
 def test_lm_eval_prints_our_errors_as_one_message(tiny_model_dir, model_args, extra, expected):
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},{model_args}",
-                *extra], check=False)
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},{model_args}",
+            *extra,
+        ],
+        check=False,
+    )
     assert_one_message(proc, *expected)
 
 

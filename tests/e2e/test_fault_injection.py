@@ -16,11 +16,14 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from lm_eval_longmem.cli import main as report_main
+from lm_eval_longmem.sweep.plan import finished_results
+from lm_eval_longmem.sweep.staging import STAGING_DIR
 from tests.helpers.fault_injection import cached_requests, damage, kill_when, process_gone
 from tests.helpers.fault_scenarios import (
     curve_results,
@@ -33,10 +36,6 @@ from tests.helpers.fault_scenarios import (
 from tests.helpers.figures import runs_dir, saved  # noqa: F401 (fixtures)
 from tests.helpers.results_files import table_rows
 
-from lm_eval_longmem.cli import main as report_main
-from lm_eval_longmem.sweep.plan import finished_results
-from lm_eval_longmem.sweep.staging import STAGING_DIR
-
 # --- lm_eval --use_cache ---------------------------------------------------------------------------
 
 
@@ -45,12 +44,17 @@ def cache_counts(stderr: str) -> tuple[int, int]:
     return int(found[0]), int(found[1])
 
 
-def test_killed_lm_eval_resumes_from_its_cache_with_an_uninterrupted_runs_numbers(tiny_model_dir, corpus_file, tmp_path):
+def test_killed_lm_eval_resumes_from_its_cache_with_an_uninterrupted_runs_numbers(
+    tiny_model_dir, corpus_file, tmp_path
+):
     env = private_cache_env(tmp_path / "cache")
     run_to_end(scoring_command(tiny_model_dir, corpus_file, tmp_path / "reference", None), env)
     use_cache = tmp_path / "requests" / "run"
-    killed = kill_when(scoring_command(tiny_model_dir, corpus_file, tmp_path / "killed", use_cache),
-                       lambda: cached_requests(use_cache) >= 150, env=env)
+    killed = kill_when(
+        scoring_command(tiny_model_dir, corpus_file, tmp_path / "killed", use_cache),
+        lambda: cached_requests(use_cache) >= 150,
+        env=env,
+    )
     assert killed.killed and killed.returncode == -signal.SIGKILL, killed.output[-3000:]
     scored_before_kill = cached_requests(use_cache)
     assert 150 <= scored_before_kill < 900 and not list((tmp_path / "killed").rglob("results_*.json"))
@@ -77,8 +81,12 @@ def test_killed_sweep_keeps_finished_runs_and_reruns_the_half_finished_one(tmp_p
     command, env, runs = fake_sweep(tmp_path)
     second = runs[1]
     half_written = tmp_path / "out" / STAGING_DIR
-    killed = kill_when(command, lambda: any(half_written.rglob(f"{second.name}/results_*.json")),
-                       env=_pause_only(env, second.name), timeout=120)
+    killed = kill_when(
+        command,
+        lambda: any(half_written.rglob(f"{second.name}/results_*.json")),
+        env=_pause_only(env, second.name),
+        timeout=120,
+    )
     assert killed.killed, killed.output
     child = int((tmp_path / "child.pid").read_text())
     assert process_gone(child), "the sweep's lm_eval outlived it"
@@ -106,8 +114,13 @@ def _pause_only(env: dict, name: str) -> dict:
 
 # --- report commands -------------------------------------------------------------------------------
 
-REPORT_COMMANDS = [("leaderboard", []), ("plot", ["--overlay"]), ("plot-passkey", []), ("plot-perplexity", []),
-                   ("plot-trec", [])]
+REPORT_COMMANDS = [
+    ("leaderboard", []),
+    ("plot", ["--overlay"]),
+    ("plot-passkey", []),
+    ("plot-perplexity", []),
+    ("plot-trec", []),
+]
 
 
 def truncate_copies(root: Path, rng: np.random.Generator) -> list[Path]:
@@ -125,7 +138,8 @@ def truncate_copies(root: Path, rng: np.random.Generator) -> list[Path]:
 
 @pytest.mark.parametrize("command, options", REPORT_COMMANDS, ids=[c for c, _ in REPORT_COMMANDS])
 def test_a_truncated_results_file_is_one_warning_naming_it_in_every_report_command(
-        command, options, runs_dir, saved, tmp_path, capsys):  # noqa: F811
+    command, options, runs_dir, saved, tmp_path, capsys
+):  # noqa: F811
     cut = truncate_copies(runs_dir, np.random.default_rng(len(command)))
     output = [] if command == "leaderboard" else ["-o", str(tmp_path / "figure.png")]
     assert report_main([command, str(runs_dir), *options, *output]) == 0
@@ -133,7 +147,10 @@ def test_a_truncated_results_file_is_one_warning_naming_it_in_every_report_comma
     warnings = captured.err.splitlines()
     assert len(warnings) == len(cut), captured.err
     for path in cut:
-        assert sum(line.startswith(f"warning: skipped {path} is not a readable lm-eval results file") for line in warnings) == 1
+        assert (
+            sum(line.startswith(f"warning: skipped {path} is not a readable lm-eval results file") for line in warnings)
+            == 1
+        )
     if command == "leaderboard":
         assert len(table_rows(captured.out)) == 3  # runs a (its older file), b and c
     else:

@@ -19,6 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from lm_eval_longmem.sweep.config import build_config
+from lm_eval_longmem.sweep.execute import log_path
+from lm_eval_longmem.sweep.plan import finished_results, plan_runs
+from lm_eval_longmem.sweep.staging import STAGING_DIR
 from tests.helpers.cli_runs import BIN
 from tests.helpers.fault_injection import DAMAGES, FaultTally, cached_requests, damage, kill_when, none_left_mentioning
 from tests.helpers.fault_scenarios import (
@@ -29,11 +34,6 @@ from tests.helpers.fault_scenarios import (
     scoring_command,
     trusted_results_are_whole,
 )
-
-from lm_eval_longmem.sweep.config import build_config
-from lm_eval_longmem.sweep.execute import log_path
-from lm_eval_longmem.sweep.plan import finished_results, plan_runs
-from lm_eval_longmem.sweep.staging import STAGING_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,9 @@ def kill_log(folder: Path) -> Path:
 REQUESTS = 1800  # fc_samples=300 x 3 lengths x (copy, lm)
 
 
-def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny_model_dir, corpus_file, tmp_path, rng, tally):
+def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(
+    tiny_model_dir, corpus_file, tmp_path, rng, tally
+):
     env = private_cache_env(tmp_path / "cache")
     run_to_end(scoring_command(tiny_model_dir, corpus_file, tmp_path / "reference", None, samples=300), env)
     use_cache = tmp_path / "requests" / "run"
@@ -82,7 +84,9 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         database_damaged = any(what.endswith("database") for what, _ in pending)
         before = 0 if database_damaged else cached_requests(use_cache)
         target = before + int(rng.integers(30, 130))  # killed once this many requests are scored
-        attempt = kill_when(command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs"))
+        attempt = kill_when(
+            command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs")
+        )
         after = cached_requests(use_cache)
         check_damaged_files_were_rebuilt(pending, attempt.output, tally)
         if not attempt.killed:
@@ -91,11 +95,15 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(tiny
         kills += 1
         counts = re.findall(r"Cached requests: (\d+), Requests remaining: (\d+)", attempt.output)
         resumed = bool(counts) and int(counts[0][0]) >= before and int(counts[0][0]) + int(counts[0][1]) == REQUESTS
-        tally.record(f"kill after {target} requests", recovered=resumed and after >= target and "Traceback" not in attempt.output)
+        tally.record(
+            f"kill after {target} requests", recovered=resumed and after >= target and "Traceback" not in attempt.output
+        )
         what = plan[kills - 1]
         if what != "none":
             (path,) = cache_files[what]()
-            how = str(rng.choice(DAMAGES if what != "database" else ["truncated", "zeroed", "garbage"]))  # empty: a valid database
+            how = str(
+                rng.choice(DAMAGES if what != "database" else ["truncated", "zeroed", "garbage"])
+            )  # empty: a valid database
             damage(path, how, rng)
             pending.append((f"{how} {what}", path))
     final = run_to_end(command, env)
@@ -141,9 +149,13 @@ def test_sweep_killed_at_random_moments(tmp_path, rng, tally):
         assert attempt.killed, attempt.output
         kills += 1
         no_orphan = none_left_mentioning(str(output / STAGING_DIR))
-        tally.record(f"sweep killed {delay:.2f} s into run {cell}",
-                     recovered=no_orphan and still_done(finished, runs) and trusted_results_are_whole(output, runs)
-                     and all(len(list(run.folder.glob("results_*.json"))) <= 1 for run in runs))
+        tally.record(
+            f"sweep killed {delay:.2f} s into run {cell}",
+            recovered=no_orphan
+            and still_done(finished, runs)
+            and trusted_results_are_whole(output, runs)
+            and all(len(list(run.folder.glob("results_*.json"))) <= 1 for run in runs),
+        )
         for run in runs:
             done = finished_results(run)
             if done is not None:
@@ -174,10 +186,15 @@ def test_real_sweep_killed_mid_run_twice(tiny_model_dir, corpus_file, tmp_path, 
     """Runs use --use_cache, so each is killed after a random number of its requests is scored
     (and its rerun resumes from them)."""
     out, use_cache = tmp_path / "out", tmp_path / "requests" / "sweep"
-    raw = {"output_path": str(out), "models": [str(tiny_model_dir)], "tasks": ["forgetting_curve"], "device": "cpu",
-           "metadata": {"fc_corpus": str(corpus_file), "fc_max_length": 60, "fc_points": 3, "fc_samples": 150},
-           "methods": ["vanilla", {"name": "yarn", "args": {"factor": 2}}, {"name": "yarn", "args": {"factor": 4}}],
-           "lm_eval_args": ["--use_cache", str(use_cache)]}
+    raw = {
+        "output_path": str(out),
+        "models": [str(tiny_model_dir)],
+        "tasks": ["forgetting_curve"],
+        "device": "cpu",
+        "metadata": {"fc_corpus": str(corpus_file), "fc_max_length": 60, "fc_points": 3, "fc_samples": 150},
+        "methods": ["vanilla", {"name": "yarn", "args": {"factor": 2}}, {"name": "yarn", "args": {"factor": 4}}],
+        "lm_eval_args": ["--use_cache", str(use_cache)],
+    }
     sweep_file = tmp_path / "sweep.json"
     sweep_file.write_text(json.dumps(raw))
     runs = plan_runs(build_config(raw))
@@ -186,14 +203,19 @@ def test_real_sweep_killed_mid_run_twice(tiny_model_dir, corpus_file, tmp_path, 
     finished: dict[str, bytes] = {}
     for cell in (2, 3):
         target = (cell - 1) * SWEEP_REQUESTS + int(rng.integers(50, SWEEP_REQUESTS - 50))  # the runs before: all scored
-        attempt = kill_when(command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs"),
-                            timeout=600)
+        attempt = kill_when(
+            command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs"), timeout=600
+        )
         assert attempt.killed, attempt.output[-3000:]
         no_orphan = none_left_mentioning(str(out / STAGING_DIR))
         done_now = [finished_results(r) is not None for r in runs]
-        tally.record(f"real sweep killed after {target - (cell - 1) * SWEEP_REQUESTS} requests of run {cell}",
-                     recovered=no_orphan and done_now == [i < cell - 1 for i in range(3)] and still_done(finished, runs)
-                     and trusted_results_are_whole(out, runs))
+        tally.record(
+            f"real sweep killed after {target - (cell - 1) * SWEEP_REQUESTS} requests of run {cell}",
+            recovered=no_orphan
+            and done_now == [i < cell - 1 for i in range(3)]
+            and still_done(finished, runs)
+            and trusted_results_are_whole(out, runs),
+        )
         for r in runs:
             if finished_results(r) is not None:
                 finished.setdefault(r.name, finished_results(r).read_bytes())
@@ -209,19 +231,20 @@ def test_real_sweep_killed_mid_run_twice(tiny_model_dir, corpus_file, tmp_path, 
 # --- every cache and results file damaged at random offsets ------------------------------------------
 
 
-def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_file, tmp_path, monkeypatch, rng, tally, caplog):
+def test_every_cache_and_results_file_damaged_at_random(
+    tiny_model_dir, corpus_file, tmp_path, monkeypatch, rng, tally, caplog
+):
     import logging
 
-    from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
     from transformers import AutoTokenizer
 
-    from lm_eval_longmem.lm_eval_model import request_cache
-
-    from lm_eval_longmem.harness import task_index_cache
     from lm_eval_longmem.data.corpora import load_corpus
     from lm_eval_longmem.data.token_stream import corpus_documents
+    from lm_eval_longmem.harness import task_index_cache
+    from lm_eval_longmem.lm_eval_model import request_cache
     from lm_eval_longmem_training.data.packing import packed_chunks
     from lm_eval_longmem_training.data.text_sources import open_text_source
+    from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
 
     monkeypatch.setenv("LM_EVAL_LONGMEM_CACHE", str(tmp_path / "cache"))
     caplog.set_level(logging.WARNING)
@@ -245,12 +268,20 @@ def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_f
         return documents, chunks, index, json.loads(fingerprint_file.read_text())
 
     def same(a, b):
-        return (len(a[0]) == len(b[0]) and all(np.array_equal(x, y) for x, y in zip(a[0], b[0]))
-                and np.array_equal(a[1], b[1]) and a[2:] == b[2:])
+        return (
+            len(a[0]) == len(b[0])
+            and all(np.array_equal(x, y) for x, y in zip(a[0], b[0]))
+            and np.array_equal(a[1], b[1])
+            and a[2:] == b[2:]
+        )
 
     expected = build_all()
-    cache_files = [*(tmp_path / "cache" / "token_streams").glob("*.npy"), *(tmp_path / "cache" / "training_tokens").glob("*.npy"),
-                   *(tmp_path / "cache" / "task_index").glob("*.pickle"), fingerprint_file]
+    cache_files = [
+        *(tmp_path / "cache" / "token_streams").glob("*.npy"),
+        *(tmp_path / "cache" / "training_tokens").glob("*.npy"),
+        *(tmp_path / "cache" / "task_index").glob("*.pickle"),
+        fingerprint_file,
+    ]
     assert len(cache_files) == 5
     for path in cache_files:
         for how in DAMAGES:
@@ -263,22 +294,41 @@ def test_every_cache_and_results_file_damaged_at_random(tiny_model_dir, corpus_f
                     tally.record(f"{how} {path.name}: {err!r}", recovered=False)
                     continue
                 warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-                tally.record(f"{how} {path.name}", recovered=same(rebuilt, expected) and len(warned) == 1 and str(path) in warned[0])
+                tally.record(
+                    f"{how} {path.name}",
+                    recovered=same(rebuilt, expected) and len(warned) == 1 and str(path) in warned[0],
+                )
 
     runs = tmp_path / "results"
-    good = write(runs / "a" / "results_2026-11-23T10-00-00.json", lm_eval_results({
-        "forgetting_curve": forgetting_metrics([64, 512], [1.0, 0.5], fine=64, coarse=512)}))
-    write(runs / "b" / "results_2026-11-23T11-00-00.json", lm_eval_results({
-        "forgetting_curve": forgetting_metrics([64, 512], [1.0, 0.9], fine=512, coarse=512)}, method="yarn",
-        method_args={"factor": 2.0}, model_args="method=yarn,factor=2"))
+    good = write(
+        runs / "a" / "results_2026-11-23T10-00-00.json",
+        lm_eval_results({"forgetting_curve": forgetting_metrics([64, 512], [1.0, 0.5], fine=64, coarse=512)}),
+    )
+    write(
+        runs / "b" / "results_2026-11-23T11-00-00.json",
+        lm_eval_results(
+            {"forgetting_curve": forgetting_metrics([64, 512], [1.0, 0.9], fine=512, coarse=512)},
+            method="yarn",
+            method_args={"factor": 2.0},
+            model_args="method=yarn,factor=2",
+        ),
+    )
     for attempt in range(10):
         cut = runs / "c" / f"results_2026-11-24T10-00-{attempt:02d}.json"
         cut.parent.mkdir(exist_ok=True)
         shutil.copy(good, cut)
         damage(cut, str(rng.choice(["truncated", "truncated", "zeroed", "garbage"])), rng)
-        completed = subprocess.run([str(BIN / "lm-eval-longmem"), "leaderboard", str(runs)], capture_output=True, text=True)
+        completed = subprocess.run(
+            [str(BIN / "lm-eval-longmem"), "leaderboard", str(runs)], capture_output=True, text=True
+        )
         warnings = [line for line in completed.stderr.splitlines() if line.startswith("warning: skipped ")]
         rows = table_rows(completed.stdout) if completed.returncode == 0 else []
-        tally.record(f"results file damaged ({attempt})", recovered=completed.returncode == 0 and len(rows) == 2
-                     and len(warnings) == 1 and str(cut) in warnings[0] and "Traceback" not in completed.stderr)
+        tally.record(
+            f"results file damaged ({attempt})",
+            recovered=completed.returncode == 0
+            and len(rows) == 2
+            and len(warnings) == 1
+            and str(cut) in warnings[0]
+            and "Traceback" not in completed.stderr,
+        )
         cut.unlink()

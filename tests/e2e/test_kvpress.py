@@ -19,6 +19,7 @@ import json
 import sys
 
 import pytest
+
 from tests.helpers.cli_runs import BIN, run
 from tests.helpers.markers import requires_kvpress
 from tests.helpers.tiny_llama import build_tiny_model
@@ -46,12 +47,25 @@ def model_dir(tmp_path_factory):
 
 def test_lm_eval_without_kvpress_is_one_error_line_naming_the_extra(model_dir, tmp_path):
     command = lm_eval_without_kvpress(tmp_path)
-    proc = run([*command, "--model", "longmem", "--model_args", f"pretrained={model_dir},method=kvpress,press=snapkv",
-                "--tasks", "forgetting_curve"], check=False)
+    proc = run(
+        [
+            *command,
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={model_dir},method=kvpress,press=snapkv",
+            "--tasks",
+            "forgetting_curve",
+        ],
+        check=False,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1, proc.stderr[-3000:]
-    assert errors[0].startswith("lm_eval: error: method=kvpress needs NVIDIA's kvpress package") and EXTRA_HINT in errors[0]
+    assert (
+        errors[0].startswith("lm_eval: error: method=kvpress needs NVIDIA's kvpress package")
+        and EXTRA_HINT in errors[0]
+    )
     assert "Initializing longmem model" not in proc.stderr  # the start-up check, before the model loads
     # exit status 1, as every error of ours lm_eval prints as one message (test_errors_without_traceback.py;
     # the start-up hook's excepthook): a missing package is not a command-line typo, which exit 2 answers
@@ -66,9 +80,28 @@ def test_a_scoring_and_a_generation_task_under_a_press_end_to_end(model_dir, cor
     out = tmp_path / "out"
     model_args = f"pretrained={model_dir},method=kvpress,press=snapkv,compression_ratio=0.5,window_size=8"
     lm_eval = BIN / "lm_eval"  # this virtualenv's: the one with kvpress
-    run([str(lm_eval), "--model", "longmem", "--model_args", model_args, "--tasks", "forgetting_curve,longmem_passkey",
-         "--metadata", f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_points=3", "fc_samples=2", "fc_seed=3",
-         "pk_lengths=[200]", "pk_depths=[50]", "pk_samples=1", "--output_path", str(out)])
+    run(
+        [
+            str(lm_eval),
+            "--model",
+            "longmem",
+            "--model_args",
+            model_args,
+            "--tasks",
+            "forgetting_curve,longmem_passkey",
+            "--metadata",
+            f"fc_corpus={corpus_file}",
+            "fc_max_length=40",
+            "fc_points=3",
+            "fc_samples=2",
+            "fc_seed=3",
+            "pk_lengths=[200]",
+            "pk_depths=[50]",
+            "pk_samples=1",
+            "--output_path",
+            str(out),
+        ]
+    )
 
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     assert folder.name == run_folder_name(model_args)
@@ -77,7 +110,12 @@ def test_a_scoring_and_a_generation_task_under_a_press_end_to_end(model_dir, cor
     results = json.loads(results_file.read_text())
     config = results["config"]
     assert config["longmem_method"] == "kvpress"
-    assert config["longmem_method_args"] == {"press": "snapkv", "compression_ratio": 0.5, "window_size": 8, "kernel_size": 5}
+    assert config["longmem_method_args"] == {
+        "press": "snapkv",
+        "compression_ratio": 0.5,
+        "window_size": 8,
+        "kernel_size": 5,
+    }
     assert config["longmem_scoring"] == "kvpress:snapkv"
     curve = results["results"]["forgetting_curve"]["curve,none"]
     assert [p["length"] for p in curve["points"]] == [8, 24, 40]

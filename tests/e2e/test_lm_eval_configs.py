@@ -8,11 +8,11 @@ from pathlib import Path
 
 import lm_eval
 import yaml
+
+from lm_eval_longmem.harness.registration import tasks_dir
+from lm_eval_longmem.harness_examples import HARNESS_EXAMPLES_DIR
 from tests.helpers.cli_runs import BIN, run
 from tests.helpers.tiny_llama import build_tiny_model
-
-from lm_eval_longmem.harness_examples import HARNESS_EXAMPLES_DIR
-from lm_eval_longmem.harness.registration import tasks_dir
 
 # BABILong (qa1) needs no extra packages; its data come from a local fixture instead of the Hub.
 BABILONG_QA1 = Path(lm_eval.__file__).parent / "tasks" / "babilong" / "babilong_qa1.yaml"
@@ -37,30 +37,61 @@ def test_a_users_yaml_includes_our_task_and_a_builtin_one_through_a_config_file(
     model = build_tiny_model(tmp_path / "tiny", max_position_embeddings=512)
     user = tmp_path / "my_tasks"
     user.mkdir()
-    (user / "my_forgetting_curve.yaml").write_text(yaml.safe_dump({
-        "include": str(tasks_dir() / "forgetting_curve" / "forgetting_curve.yaml"),
-        "task": "my_forgetting_curve",
-        "metadata": {"version": 1.0, "fc_lengths": [8, 16], "fc_samples": 2},  # our options, changed
-    }))
+    (user / "my_forgetting_curve.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "include": str(tasks_dir() / "forgetting_curve" / "forgetting_curve.yaml"),
+                "task": "my_forgetting_curve",
+                "metadata": {"version": 1.0, "fc_lengths": [8, 16], "fc_samples": 2},  # our options, changed
+            }
+        )
+    )
     fixture = tmp_path / "qa1.jsonl"
-    fixture.write_text("".join(json.dumps({
-        "input": f"Mary went to the {place}. John went to the garden.", "question": "Where is Mary?",
-        "target": f"The most recent location of Mary is {place}."}) + "\n" for place in ("kitchen", "hallway", "office")))
-    (user / "my_babilong.yaml").write_text(yaml.safe_dump({
-        "include": str(BABILONG_QA1),  # lm-eval's own task: its prompt, few-shot examples and metric
-        "task": "my_babilong_qa1",
-        "custom_dataset": None, "dataset_path": "json", "dataset_kwargs": {"data_files": {"qa1": str(fixture)}},
-        "generation_kwargs": {"max_gen_toks": 4, "until": [], "do_sample": False},
-    }))
-    (user / "my_mix.yaml").write_text(yaml.safe_dump({
-        "group": "my_memory_mix", "task": ["my_forgetting_curve", "my_babilong_qa1"], "metadata": {"version": 1.0}}))
+    fixture.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "input": f"Mary went to the {place}. John went to the garden.",
+                    "question": "Where is Mary?",
+                    "target": f"The most recent location of Mary is {place}.",
+                }
+            )
+            + "\n"
+            for place in ("kitchen", "hallway", "office")
+        )
+    )
+    (user / "my_babilong.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "include": str(BABILONG_QA1),  # lm-eval's own task: its prompt, few-shot examples and metric
+                "task": "my_babilong_qa1",
+                "custom_dataset": None,
+                "dataset_path": "json",
+                "dataset_kwargs": {"data_files": {"qa1": str(fixture)}},
+                "generation_kwargs": {"max_gen_toks": 4, "until": [], "do_sample": False},
+            }
+        )
+    )
+    (user / "my_mix.yaml").write_text(
+        yaml.safe_dump(
+            {"group": "my_memory_mix", "task": ["my_forgetting_curve", "my_babilong_qa1"], "metadata": {"version": 1.0}}
+        )
+    )
     out = tmp_path / "out"
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({
-        "model": "longmem", "model_args": {"pretrained": str(model), "method": "vanilla"},
-        "tasks": ["my_memory_mix"], "include_path": str(user), "device": "cpu", "output_path": str(out),
-        "metadata": {"fc_corpus": str(corpus_file)},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model": "longmem",
+                "model_args": {"pretrained": str(model), "method": "vanilla"},
+                "tasks": ["my_memory_mix"],
+                "include_path": str(user),
+                "device": "cpu",
+                "output_path": str(out),
+                "metadata": {"fc_corpus": str(corpus_file)},
+            }
+        )
+    )
     run([str(BIN / "lm_eval"), "run", "--config", str(config)])
     (path,) = out.glob("*/results_*.json")
     assert path.parent.name == "tiny__vanilla"

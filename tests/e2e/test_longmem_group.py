@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.tiny_llama import build_tiny_model
 from lm_eval_longmem.tasks import TASKS_DIR
 from tests.helpers.cli_runs import BIN, results_of, run
 from tests.helpers.group_members import member_options
+from tests.helpers.tiny_llama import build_tiny_model
 
 GROUP_YAML = Path(TASKS_DIR) / "longmem" / "longmem.yaml"
 MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret", "longmem_perplexity"]
@@ -48,9 +48,23 @@ def test_group_defaults_are_small():
 def test_group_runs_through_the_stock_cli(group_model, corpus_file, tmp_path):
     options = member_options(corpus_file, tmp_path)
     out = tmp_path / "out"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={group_model}",
-         "--tasks", "longmem", "--metadata", *(arg for args in options.values() for arg in args),
-         "--gen_kwargs", "max_gen_toks=4", "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={group_model}",
+            "--tasks",
+            "longmem",
+            "--metadata",
+            *(arg for args in options.values() for arg in args),
+            "--gen_kwargs",
+            "max_gen_toks=4",
+            "--output_path",
+            str(out),
+        ]
+    )
     results = results_of(out)
     assert set(results["group_subtasks"]["longmem"]) == set(MEMBERS)
     assert set(MEMBERS) <= set(results["results"])
@@ -69,7 +83,10 @@ def test_group_runs_through_the_stock_cli(group_model, corpus_file, tmp_path):
 
 def test_group_perplexity_defaults_are_small():
     (ppl,) = [t for t in load_group()["task"] if member_name(t) == "longmem_perplexity"]
-    assert ppl["metadata"]["ppl_max_length"] <= 1024 and ppl["metadata"]["ppl_points"] * ppl["metadata"]["ppl_windows"] <= 6
+    assert (
+        ppl["metadata"]["ppl_max_length"] <= 1024
+        and ppl["metadata"]["ppl_points"] * ppl["metadata"]["ppl_windows"] <= 6
+    )
 
 
 def test_group_trec_defaults_are_small():

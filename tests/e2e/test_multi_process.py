@@ -8,6 +8,7 @@ import re
 import subprocess
 
 import pytest
+
 from tests.helpers.cli_runs import BIN, run
 
 pytestmark = pytest.mark.slow  # two lm_eval runs, one of them two processes: ~1 min on 2 quiet cores
@@ -16,8 +17,19 @@ TASKS = ["--tasks", "forgetting_curve,longmem_passkey"]
 
 
 def metadata(corpus_file):
-    return ["--metadata", json.dumps({"fc_corpus": str(corpus_file), "fc_lengths": [8, 24, 40], "fc_samples": 3,
-                                      "pk_lengths": [64, 96], "pk_depths": [0, 50, 100], "pk_samples": 1})]
+    return [
+        "--metadata",
+        json.dumps(
+            {
+                "fc_corpus": str(corpus_file),
+                "fc_lengths": [8, 24, 40],
+                "fc_samples": 3,
+                "pk_lengths": [64, 96],
+                "pk_depths": [0, 50, 100],
+                "pk_samples": 1,
+            }
+        ),
+    ]
 
 
 def outputs(out):
@@ -46,13 +58,47 @@ def close(a, b) -> bool:
 
 @pytest.mark.parametrize("method", ["vanilla", "streamingllm,max_context_length=48,chunk_size=8,sink_length=4"])
 def test_two_processes_give_the_results_of_one(tiny_model_dir, corpus_file, tmp_path, method):
-    args = ["--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method={method}", *TASKS,
-            *metadata(corpus_file), "--device", "cpu", "--log_samples", "--gen_kwargs", "max_gen_toks=4"]
+    args = [
+        "--model",
+        "longmem",
+        "--model_args",
+        f"pretrained={tiny_model_dir},method={method}",
+        *TASKS,
+        *metadata(corpus_file),
+        "--device",
+        "cpu",
+        "--log_samples",
+        "--gen_kwargs",
+        "max_gen_toks=4",
+    ]
     run([str(BIN / "lm_eval"), *args, "--output_path", str(tmp_path / "one")])
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29541",
-               "-m", "lm_eval", *args, "--output_path", str(tmp_path / "two")]
+    env = {
+        **os.environ,
+        "ACCELERATE_USE_CPU": "true",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
+    command = [
+        str(BIN / "accelerate"),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "29541",
+        "-m",
+        "lm_eval",
+        *args,
+        "--output_path",
+        str(tmp_path / "two"),
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     # rank 0 (the only one that shows progress) scored its share: 5 of the forgetting curve's 9

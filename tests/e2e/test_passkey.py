@@ -10,12 +10,32 @@ CELLS = {(L, d) for L in (64, 96) for d in (0, 50, 100)}
 
 def test_longmem_passkey_through_the_cli(tiny_model_dir, tmp_path):
     out = tmp_path / "out"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
-         "--tasks", "longmem_passkey", *SMALL, "--output_path", str(out), "--log_samples"])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--tasks",
+            "longmem_passkey",
+            *SMALL,
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
+    )
     results = results_of(out)
     metrics = results["results"]["longmem_passkey"]
-    assert {"acc,none", "acc@len64,none", "acc@len96,none", "acc@depth000,none", "acc@depth050,none",
-            "acc@depth100,none", "grid,none"} <= set(metrics)
+    assert {
+        "acc,none",
+        "acc@len64,none",
+        "acc@len96,none",
+        "acc@depth000,none",
+        "acc@depth050,none",
+        "acc@depth100,none",
+        "grid,none",
+    } <= set(metrics)
     grid = metrics["grid,none"]
     assert grid["lengths"] == [64, 96] and grid["depths"] == [0, 50, 100] and grid["length_unit"] == "tokens"
     assert grid["num_samples"] == [[2, 2]] * 3 and grid["overall"] == metrics["acc,none"]
@@ -32,10 +52,29 @@ def test_longmem_passkey_through_the_cli(tiny_model_dir, tmp_path):
 
 def test_model_hf_runs_the_passkey_task_and_limit_keeps_every_cell(tiny_model_dir, tmp_path):
     out = tmp_path / "out"
-    run([str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--device", "cpu",
-         "--tasks", "longmem_passkey", *SMALL, "--limit", "6", "--output_path", str(out), "--log_samples"])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "longmem_passkey",
+            *SMALL,
+            "--limit",
+            "6",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
+    )
     grid = results_of(out)["results"]["longmem_passkey"]["grid,none"]
     assert grid["num_samples"] == [[1, 1]] * 3  # 6 documents: one per length x depth cell
     (samples_file,) = out.rglob("samples_longmem_passkey_*.jsonl")
-    cells = {(json.loads(s)["doc"]["length"], json.loads(s)["doc"]["depth"]) for s in samples_file.read_text().splitlines()}
+    cells = {
+        (json.loads(s)["doc"]["length"], json.loads(s)["doc"]["depth"]) for s in samples_file.read_text().splitlines()
+    }
     assert cells == CELLS

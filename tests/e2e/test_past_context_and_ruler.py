@@ -15,6 +15,7 @@ the tiny model):
 import json
 
 import pytest
+
 from tests.helpers.cli_runs import BIN, results_of, run
 
 RULER_VT_LOCAL = """\
@@ -50,17 +51,31 @@ def lm_eval(*args):
 def test_streamingllm_reads_forgetting_curve_inputs_past_the_trained_context(tiny_model_dir, corpus_file, tmp_path):
     out = tmp_path / "out"
     lm_eval(
-        "--model", "longmem", "--model_args",
+        "--model",
+        "longmem",
+        "--model_args",
         f"pretrained={tiny_model_dir},method=streamingllm,max_context_length=24,chunk_size=8,sink_length=4",
-        "--device", "cpu", "--tasks", "forgetting_curve",
-        "--metadata", f"fc_corpus={corpus_file}", "fc_lengths=[40,100]", "fc_samples=2", "--output_path", str(out),
+        "--device",
+        "cpu",
+        "--tasks",
+        "forgetting_curve",
+        "--metadata",
+        f"fc_corpus={corpus_file}",
+        "fc_lengths=[40,100]",
+        "fc_samples=2",
+        "--output_path",
+        str(out),
     )
     results = results_of(out)
     assert results["config"]["longmem_bounded_memory"] is True
     protocol = results["configs"]["forgetting_curve"]["metadata"]["protocol"]
     plan = {p["length"]: p for p in protocol["length_plan"]}
     assert protocol["training_length"] == 128 and protocol["bounded_memory"] is True
-    assert plan[100]["input_tokens"] == 201 and plan[100]["beyond_training_length"] and not plan[40]["beyond_training_length"]
+    assert (
+        plan[100]["input_tokens"] == 201
+        and plan[100]["beyond_training_length"]
+        and not plan[40]["beyond_training_length"]
+    )
     curve = results["results"]["forgetting_curve"]["curve,none"]
     assert [(p["length"], p["status"], p["num_samples"]) for p in curve["points"]] == [(40, "ok", 2), (100, "ok", 2)]
     assert curve["failed_lengths"] == [] and "copy_acc@100,none" in results["results"]["forgetting_curve"]
@@ -74,9 +89,23 @@ def test_ruler_generator_runs_at_its_full_length_through_longmem(tiny_model_dir,
     # yarn x16 raises the tiny model's 128 to 2048: a 1024-token RULER prompt + 30 generated fits
     # (RULER's variable tracking needs lengths past its 500-token in-context example)
     lm_eval(
-        "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method=yarn,factor=16",
-        "--device", "cpu", "--include_path", str(tasks), "--tasks", "ruler_vt_local",
-        "--metadata", "max_seq_lengths=[1024]", "--limit", "2", "--log_samples", "--output_path", str(out),
+        "--model",
+        "longmem",
+        "--model_args",
+        f"pretrained={tiny_model_dir},method=yarn,factor=16",
+        "--device",
+        "cpu",
+        "--include_path",
+        str(tasks),
+        "--tasks",
+        "ruler_vt_local",
+        "--metadata",
+        "max_seq_lengths=[1024]",
+        "--limit",
+        "2",
+        "--log_samples",
+        "--output_path",
+        str(out),
     )
     results = results_of(out)
     assert results["config"]["longmem_context_length"] == 2048
@@ -91,8 +120,9 @@ def test_ruler_generator_runs_at_its_full_length_through_longmem(tiny_model_dir,
     assert all(5 * 128 < n <= 1024 - 30 for n in sizes), sizes  # whole prompts, far past the base 128, never cut
 
 
-@pytest.mark.parametrize("method, args, expected", [("vanilla", "", 128), ("yarn", ",factor=4", 512),
-                                                    ("streamingllm", "", 1 << 20)])
+@pytest.mark.parametrize(
+    "method, args, expected", [("vanilla", "", 128), ("yarn", ",factor=4", 512), ("streamingllm", "", 1 << 20)]
+)
 def test_max_length_that_builtin_tasks_see_per_method(tiny_model_dir, method, args, expected):
     """What lm-eval's own tasks are held to (`max_length`): a context-extending method raises it,
     a bounded-memory method takes any length; longer prompts are refused, never cut."""

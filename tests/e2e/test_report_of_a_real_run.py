@@ -12,12 +12,12 @@ import json
 import re
 
 import pytest
+
+from lm_eval_longmem.cli import main
 from tests.helpers.cli_runs import BIN, run
 from tests.helpers.group_members import member_options
 from tests.helpers.results_files import table_rows
 from tests.helpers.tiny_llama import build_tiny_model
-
-from lm_eval_longmem.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +26,23 @@ def real_output(tmp_path_factory, corpus_file):
     model = build_tiny_model(root / "tiny_llama_1k", max_position_embeddings=1024)
     options = member_options(corpus_file, root / "data")
     out = root / "out"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={model},method=vanilla",
-         "--tasks", "longmem", "--metadata", *(arg for args in options.values() for arg in args),
-         "--gen_kwargs", "max_gen_toks=4", "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={model},method=vanilla",
+            "--tasks",
+            "longmem",
+            "--metadata",
+            *(arg for args in options.values() for arg in args),
+            "--gen_kwargs",
+            "max_gen_toks=4",
+            "--output_path",
+            str(out),
+        ]
+    )
     (results_file,) = out.rglob("results_*.json")
     return out, results_file, json.loads(results_file.read_text())
 
@@ -43,8 +57,11 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
     assert row["fc_fine"].lstrip(">") == str(fc["fine_memory_length,none"])
     assert row["fc_coarse"].lstrip(">") == str(fc["coarse_memory_length,none"])
     assert row["fc_coarse"].startswith(">") == fc["curve,none"]["coarse_is_lower_bound"]
-    per_length = {int(m.group(1)): value for key, value in results["longmem_passkey"].items()
-                  if (m := re.fullmatch(r"acc@len(\d+),none", key))}
+    per_length = {
+        int(m.group(1)): value
+        for key, value in results["longmem_passkey"].items()
+        if (m := re.fullmatch(r"acc@len(\d+),none", key))
+    }
     assert sorted(per_length) == data["configs"]["longmem_passkey"]["metadata"]["protocol"]["lengths"]
     for length, value in per_length.items():
         assert row[f"passkey@{length}"] == f"{value:.3f}"
@@ -54,8 +71,11 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
     for which in ("first", "second", "third"):
         assert row[f"topicret_{which}"] == f"{results['longmem_topicret'][f'{which}_topic_acc,none']:.3f}"
     assert row["topicret_mean"] == f"{results['longmem_topicret']['mean_acc,none']:.3f}"
-    perplexity = {int(m.group(1)): value for key, value in results.get("longmem_perplexity", {}).items()
-                  if (m := re.fullmatch(r"ppl@(\d+),none", key))}
+    perplexity = {
+        int(m.group(1)): value
+        for key, value in results.get("longmem_perplexity", {}).items()
+        if (m := re.fullmatch(r"ppl@(\d+),none", key))
+    }
     for length, value in perplexity.items():  # the group runs longmem_perplexity where it has it
         assert row[f"ppl@{length}"] == (f"{value:.2f}" if value < 1000 else f"{value:.4g}")
 
@@ -63,8 +83,11 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
 def test_a_second_method_beside_the_real_run_sorted_and_plotted(real_output, tmp_path, capsys):
     out, results_file, data = real_output
     other = json.loads(json.dumps(data))
-    other["config"].update(longmem_method="statedclm", longmem_method_args={"max_context_length": 64, "chunk_size": 16},
-                           model_args={**data["config"]["model_args"], "method": "statedclm", "max_context_length": "64"})
+    other["config"].update(
+        longmem_method="statedclm",
+        longmem_method_args={"max_context_length": 64, "chunk_size": 16},
+        model_args={**data["config"]["model_args"], "method": "statedclm", "max_context_length": "64"},
+    )
     other["results"]["longmem_passkey"]["acc,none"] = 1.0
     other["results"]["longmem_passkey"]["grid,none"]["overall"] = 1.0
     other["results"]["longmem_trec_manyshot"]["acc@0005shots,none"] = 0.5

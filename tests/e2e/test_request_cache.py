@@ -21,9 +21,20 @@ def test_vanilla_then_streamingllm_with_one_cache(tiny_model_dir, corpus_file, t
 
     def lm_eval(method_args: str, out: str):
         proc = run(
-            [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},{method_args}",
-             "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--use_cache", str(cache),
-             "--output_path", str(tmp_path / out)]
+            [
+                str(BIN / "lm_eval"),
+                "--model",
+                "longmem",
+                "--model_args",
+                f"pretrained={tiny_model_dir},{method_args}",
+                "--tasks",
+                "forgetting_curve",
+                *small_protocol(corpus_file),
+                "--use_cache",
+                str(cache),
+                "--output_path",
+                str(tmp_path / out),
+            ]
         )
         return cache_counts(proc.stderr), proc.stderr
 

@@ -1,14 +1,26 @@
 """Through the real `lm_eval` command: plugin discovery, results file contents, --model hf."""
 
 import pytest
+
 from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
 
 
 def test_stock_lm_eval_finds_longmem_and_forgetting_curve(tiny_model_dir, corpus_file, tmp_path):
     out = tmp_path / "out"
     run(
-        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method=vanilla",
-         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out), "--log_samples"]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},method=vanilla",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
     )
     results = results_of(out)
     metrics = results["results"]["forgetting_curve"]
@@ -18,7 +30,12 @@ def test_stock_lm_eval_finds_longmem_and_forgetting_curve(tiny_model_dir, corpus
     assert metrics["fine_memory_length,none"] == curve["fine_memory_length"]
     assert metrics["coarse_memory_length,none"] == curve["coarse_memory_length"]
     for length in ("08", "24", "40"):
-        assert {f"copy_acc@{length},none", f"lm_acc@{length},none", f"copy_acc_std@{length},none", f"lm_acc_std@{length},none"} <= set(metrics)
+        assert {
+            f"copy_acc@{length},none",
+            f"lm_acc@{length},none",
+            f"copy_acc_std@{length},none",
+            f"lm_acc_std@{length},none",
+        } <= set(metrics)
     assert metrics["copy_acc@24,none"] == pytest.approx(curve["points"][1]["copy_mean"])
     config = results["config"]
     assert config["longmem_method"] == "vanilla" and config["longmem_method_args"] == {}
@@ -32,8 +49,20 @@ def test_stock_lm_eval_finds_longmem_and_forgetting_curve(tiny_model_dir, corpus
 def test_model_hf_gets_the_reduced_metric_with_a_warning(tiny_model_dir, corpus_file, tmp_path):
     out = tmp_path / "out"
     proc = run(
-        [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--device", "cpu",
-         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out)]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+            "--output_path",
+            str(out),
+        ]
     )
     assert "reduced metric" in proc.stderr
     metrics = results_of(out)["results"]["forgetting_curve"]
@@ -50,8 +79,17 @@ def test_ls_tasks_lists_ours_and_the_builtins():
 
 def test_console_script_works_when_the_hook_is_off(tiny_model_dir, corpus_file, tmp_path):
     off = {"LM_EVAL_LONGMEM_AUTOLOAD": "0"}
-    args = ["--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}", "--tasks", "forgetting_curve",
-            *small_protocol(corpus_file), "--limit", "2"]
+    args = [
+        "--model",
+        "longmem",
+        "--model_args",
+        f"pretrained={tiny_model_dir}",
+        "--tasks",
+        "forgetting_curve",
+        *small_protocol(corpus_file),
+        "--limit",
+        "2",
+    ]
     stock = run([str(BIN / "lm_eval"), *args], env_extra=off, check=False)
     assert stock.returncode != 0  # the opt-out really switches the hook off
     ours = run([str(BIN / "lm-eval-longmem"), *args, "--output_path", str(tmp_path / "o")], env_extra=off)

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -58,9 +57,26 @@ def test_trec_manyshot_through_the_cli(wide_tiny_model, tmp_path):
     data = write_trec_fixture(tmp_path / "trec", PLAUSIBLE_TREC_QUESTIONS[:56], PLAUSIBLE_TREC_QUESTIONS[56:])
     out = tmp_path / "out"
     run(
-        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={wide_tiny_model},method=vanilla",
-         "--tasks", "longmem_trec_manyshot", "--metadata", f"trec_data_dir={data}", "trec_shots=[1,5,10]",
-         "trec_questions=3", "--gen_kwargs", "max_gen_toks=3", "--limit", "4", "--output_path", str(out), "--log_samples"]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={wide_tiny_model},method=vanilla",
+            "--tasks",
+            "longmem_trec_manyshot",
+            "--metadata",
+            f"trec_data_dir={data}",
+            "trec_shots=[1,5,10]",
+            "trec_questions=3",
+            "--gen_kwargs",
+            "max_gen_toks=3",
+            "--limit",
+            "4",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
     )
     results = results_of(out)
     metrics = results["results"]["longmem_trec_manyshot"]
@@ -82,9 +98,23 @@ def test_topicret_through_the_cli_with_model_hf(tiny_model_dir, tmp_path):
     data = write_topicret_fixture(tmp_path / "topic_retrieval_longchat.parquet", rows)
     out = tmp_path / "out"
     proc = run(
-        [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},max_length=1024",
-         "--device", "cpu", "--tasks", "longmem_topicret", "--metadata", f"topicret_data={data}",
-         "--gen_kwargs", "max_gen_toks=3", "--output_path", str(out)]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model_dir},max_length=1024",
+            "--device",
+            "cpu",
+            "--tasks",
+            "longmem_topicret",
+            "--metadata",
+            f"topicret_data={data}",
+            "--gen_kwargs",
+            "max_gen_toks=3",
+            "--output_path",
+            str(out),
+        ]
     )
     assert "skipped 1 of 3 records" in proc.stderr
     metrics = results_of(out)["results"]["longmem_topicret"]

@@ -4,8 +4,8 @@ need one (RULER sizes its prompts with it), without overriding a tokenizer the u
 import argparse
 from pathlib import Path
 
-from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 from lm_eval_longmem.harness.default_task_metadata import fill_default_tokenizer
+from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
 
 def _args(**values):

@@ -13,16 +13,17 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers.cli_runs import BIN, run
-from tests.helpers.error_messages import assert_one_message, started_nothing_heavy
 
+from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
 from lm_eval_longmem.harness import preflight, quiet
+from lm_eval_longmem.lm_eval_model.longmem import _parse_bool
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.dataset_needs import needed
-from lm_eval_longmem.lm_eval_model.longmem import _parse_bool
-from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK, Options as PasskeyOptions
+from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK
+from lm_eval_longmem.tasks.passkey.protocol import Options as PasskeyOptions
 from lm_eval_longmem.tasks.task_options import TaskOptionError, parse_task_options
-from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message, started_nothing_heavy
 
 TASKS_DIR = Path(registry.__file__).resolve().parent
 
@@ -35,33 +36,82 @@ def empty_hub_cache(tmp_path):
 
 def test_uncached_hub_model_fails_at_start_up(empty_hub_cache):
     start = time.monotonic()
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", "pretrained=someorg/somemodel",
-                "--device", "cpu", "--tasks", "forgetting_curve"], env_extra=empty_hub_cache, check=False)
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            "pretrained=someorg/somemodel",
+            "--device",
+            "cpu",
+            "--tasks",
+            "forgetting_curve",
+        ],
+        env_extra=empty_hub_cache,
+        check=False,
+    )
     elapsed = time.monotonic() - start
-    assert_one_message(proc, "'someorg/somemodel' is not in the local Hugging Face cache", "pretrained=<local directory>")
+    assert_one_message(
+        proc, "'someorg/somemodel' is not in the local Hugging Face cache", "pretrained=<local directory>"
+    )
     assert started_nothing_heavy(proc)
     assert elapsed < 60, elapsed  # ~3 s on 2 cores (under 5 s even loaded); generous for CI
 
 
 def test_missing_local_model_path_fails_at_start_up(tmp_path):
     missing = tmp_path / "no_such_run" / "export"
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={missing}",
-                "--device", "cpu", "--tasks", "forgetting_curve"], check=False)
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={missing}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "forgetting_curve",
+        ],
+        check=False,
+    )
     assert_one_message(proc, f"No such file or directory: '{missing}'", "<output_dir>/export")
     assert started_nothing_heavy(proc)
 
 
 def test_group_lists_every_missing_dataset_and_the_one_fetch_command(empty_hub_cache):
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--device", "cpu", "--tasks", "longmem"],
-               env_extra=empty_hub_cache, check=False)
-    assert_one_message(proc, "2 dataset(s)", "CogComp/trec", "for longmem_trec_manyshot", "L4NLP/LEval",
-                       "for longmem_topicret", "lm-eval-longmem fetch-data trec leval-topicret")
+    proc = run(
+        [str(BIN / "lm_eval"), "--model", "longmem", "--device", "cpu", "--tasks", "longmem"],
+        env_extra=empty_hub_cache,
+        check=False,
+    )
+    assert_one_message(
+        proc,
+        "2 dataset(s)",
+        "CogComp/trec",
+        "for longmem_trec_manyshot",
+        "L4NLP/LEval",
+        "for longmem_topicret",
+        "lm-eval-longmem fetch-data trec leval-topicret",
+    )
     assert started_nothing_heavy(proc)
 
 
 def test_malformed_list_is_refused_not_repaired():
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--device", "cpu", "--tasks", "longmem_passkey",
-                "--metadata", "pk_lengths=[1024,"], check=False)
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--device",
+            "cpu",
+            "--tasks",
+            "longmem_passkey",
+            "--metadata",
+            "pk_lengths=[1024,",
+        ],
+        check=False,
+    )
     assert_one_message(proc, "--metadata pk_lengths=[1024, is malformed", "never closed", "[512,1024]")
     assert started_nothing_heavy(proc)
 
@@ -97,7 +147,9 @@ def test_malformed_lists_name_option_value_and_form(raw, reason):
     assert reason in message and "expected a list of integers such as [512,1024]" in message
 
 
-@pytest.mark.parametrize("raw", ["[512, 1024]", "512 1024", "512,1024", [1024, 512], (512, 1024), "(512,1024)", [512.0, 1024]])
+@pytest.mark.parametrize(
+    "raw", ["[512, 1024]", "512 1024", "512,1024", [1024, 512], (512, 1024), "(512,1024)", [512.0, 1024]]
+)
 def test_well_formed_lists_are_read(raw):
     assert parse_task_options(PasskeyOptions, {"pk_lengths": raw}, PK).lengths == (512, 1024)
 
@@ -131,7 +183,9 @@ def test_exact_values_are_read_unchanged():
 
 
 def test_method_boolean_of_the_wrapper_is_one_message():
-    with pytest.raises(MalformedValueError, match=r"--model_args reuse_prefix='maybe' is malformed: expected true or false"):
+    with pytest.raises(
+        MalformedValueError, match=r"--model_args reuse_prefix='maybe' is malformed: expected true or false"
+    ):
         _parse_bool("reuse_prefix", "maybe")
 
 
@@ -176,8 +230,12 @@ def test_datasets_needed_follow_the_options():
     }
     assert needed(["forgetting_curve"]) == {}  # auto falls back to the offline corpus
     assert needed(["forgetting_curve"], {"fc_corpus": "pg19"}) == {"pg19": ["forgetting_curve"]}
-    assert set(registry.group_members()) >= {"forgetting_curve", "longmem_passkey", "longmem_trec_manyshot",
-                                                 "longmem_topicret"}
+    assert set(registry.group_members()) >= {
+        "forgetting_curve",
+        "longmem_passkey",
+        "longmem_trec_manyshot",
+        "longmem_topicret",
+    }
 
 
 def test_every_class_task_yaml_states_its_output_type():

@@ -10,7 +10,9 @@ from lm_eval_longmem.harness import quiet
 def fake_loggers_utils():
     import lm_eval.loggers.utils as real
 
-    original = getattr(real.get_git_commit_hash, "__wrapped__", real.get_git_commit_hash)  # another test may have quieted it
+    original = getattr(
+        real.get_git_commit_hash, "__wrapped__", real.get_git_commit_hash
+    )  # another test may have quieted it
     return types.SimpleNamespace(get_git_commit_hash=original, get_commit_from_path=real.get_commit_from_path)
 
 
@@ -28,8 +30,23 @@ def test_outside_a_checkout_nothing_is_printed_and_no_hash_recorded(tmp_path, mo
 
 def test_inside_a_checkout_the_same_hash_as_lm_eval_records(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tmp_path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
     monkeypatch.chdir(tmp_path)
     module = fake_loggers_utils()
     expected = module.get_git_commit_hash()
@@ -43,9 +60,25 @@ def test_an_lm_eval_run_outside_a_checkout_prints_no_git_message(tiny_model_dir,
     from tests.helpers.cli_runs import BIN, small_protocol
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.run([os.path.abspath(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
-                           "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", "out"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            os.path.abspath(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+            "--output_path",
+            "out",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "not a git repository" not in proc.stderr
 

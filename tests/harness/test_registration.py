@@ -21,7 +21,10 @@ from lm_eval_longmem.harness import registration, startup
         (["python", "-c", "import lm_eval"], False),
         (["python", "train.py", "lm_eval"], False),
         (["python"], False),
-        (["/venv/bin/python3", "/venv/bin/accelerate", "launch", "-m", "lm_eval"], False),  # its children run `-m lm_eval`
+        (
+            ["/venv/bin/python3", "/venv/bin/accelerate", "launch", "-m", "lm_eval"],
+            False,
+        ),  # its children run `-m lm_eval`
     ],
 )
 def test_cli_detection(argv, expected):
@@ -62,8 +65,9 @@ def test_watcher_registers_after_the_builtin_models():
 
 
 def test_register_is_idempotent_and_keeps_builtins():
-    import lm_eval_longmem
     from lm_eval.api.registry import get_model
+
+    import lm_eval_longmem
 
     lm_eval_longmem.register()
     lm_eval_longmem.register()

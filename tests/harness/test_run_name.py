@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from lm_eval_longmem.models.method_registry import UnknownMethodError
-from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
 from lm_eval_longmem.harness.registration import register_run_names
 from lm_eval_longmem.harness.run_name import run_folder_name
+from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
+from lm_eval_longmem.models.method_registry import UnknownMethodError
 
 SAFE = re.compile(r"^[A-Za-z0-9._+-]+$")
 
@@ -21,11 +21,18 @@ SAFE = re.compile(r"^[A-Za-z0-9._+-]+$")
         ("method=statedclm", "SmolLM2-135M-Instruct__statedclm"),
         ("method=statedclm,sink_length=32,chunk_size=512", "SmolLM2-135M-Instruct__statedclm"),  # defaults: no suffix
         ("method=yarn,factor=8", "SmolLM2-135M-Instruct__yarn__factor-8"),
-        ({"method": "yarn", "factor": 8.0, "dtype": "float32"}, "SmolLM2-135M-Instruct__yarn__factor-8"),  # not a method arg
-        ("pretrained=HuggingFaceTB/SmolLM2-135M,method=yarn,factor=4,beta_fast=16",
-         "HuggingFaceTB__SmolLM2-135M__yarn__beta_fast-16_factor-4"),
-        ("pretrained=/runs/yarn-8k/export,method=infini,update=delta,beta_init=-2",
-         "yarn-8k__export__infini__beta_init--2_update-delta"),
+        (
+            {"method": "yarn", "factor": 8.0, "dtype": "float32"},
+            "SmolLM2-135M-Instruct__yarn__factor-8",
+        ),  # not a method arg
+        (
+            "pretrained=HuggingFaceTB/SmolLM2-135M,method=yarn,factor=4,beta_fast=16",
+            "HuggingFaceTB__SmolLM2-135M__yarn__beta_fast-16_factor-4",
+        ),
+        (
+            "pretrained=/runs/yarn-8k/export,method=infini,update=delta,beta_init=-2",
+            "yarn-8k__export__infini__beta_init--2_update-delta",
+        ),
         ("pretrained=/models/Llama-3-8B,peft=/adapters/mine,method=vanilla", "Llama-3-8B+mine__vanilla"),
     ],
 )
@@ -36,15 +43,20 @@ def test_folder_names(model_args, expected):
 def test_different_arguments_never_share_a_folder_and_names_stay_short_and_safe():
     names = {run_folder_name(f"method=yarn,factor={f}") for f in (2, 4, 8, 16)}
     assert len(names) == 4
-    long = run_folder_name("method=longcache,max_context_length=100000,chunk_size=1000,sink_length=64,top_k=16,top_k_prime=1024,span_size=8")
+    long = run_folder_name(
+        "method=longcache,max_context_length=100000,chunk_size=1000,sink_length=64,top_k=16,top_k_prime=1024,span_size=8"
+    )
     assert len(long) <= 120 and SAFE.match(long) and re.search(r"-[0-9a-f]{8}$", long)
-    other = run_folder_name("method=longcache,max_context_length=100000,chunk_size=1000,sink_length=64,top_k=16,top_k_prime=1024,span_size=9")
+    other = run_folder_name(
+        "method=longcache,max_context_length=100000,chunk_size=1000,sink_length=64,top_k=16,top_k_prime=1024,span_size=9"
+    )
     assert other != long  # cut names keep a hash of the exact values
 
 
 def test_the_method_a_checkpoint_records_names_its_folder(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps(
-        {"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 4}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 4}})
+    )
     assert run_folder_name(f"pretrained={tmp_path}") == f"{tmp_path.name}__yarn__factor-4"
 
 

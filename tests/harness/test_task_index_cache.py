@@ -5,9 +5,9 @@ import os
 import time
 
 import lm_eval.tasks._index as index_module
-from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
 from lm_eval_longmem.harness import task_index_cache
+from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
 
 
 def test_cached_index_equals_lm_evals_and_follows_edits(installed, monkeypatch, tmp_path):
@@ -67,5 +67,9 @@ def test_only_the_most_recently_used_cache_files_are_kept(tmp_path):
     (tmp_path / "unrelated.txt").write_text("kept")
     task_index_cache.prune(tmp_path, 4)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "lm_eval-0.4.13-a-v1.pickle", "lm_eval-0.4.13-b-v1.pickle", "lm_eval-0.4.13-c-v1.pickle",
-        "lm_eval-0.4.13-d-v1.pickle", "unrelated.txt"]
+        "lm_eval-0.4.13-a-v1.pickle",
+        "lm_eval-0.4.13-b-v1.pickle",
+        "lm_eval-0.4.13-c-v1.pickle",
+        "lm_eval-0.4.13-d-v1.pickle",
+        "unrelated.txt",
+    ]

@@ -120,9 +120,15 @@ def longbench_label(key: str) -> str:
 
 
 TOPICS = (
-    "the history of jazz", "the future of space tourism", "the benefits of gardening",
-    "the psychology of habits", "the ethics of artificial intelligence", "the culture of coffee",
-    "the science of sleep", "the economics of renewable energy", "the art of storytelling",
+    "the history of jazz",
+    "the future of space tourism",
+    "the benefits of gardening",
+    "the psychology of habits",
+    "the ethics of artificial intelligence",
+    "the culture of coffee",
+    "the science of sleep",
+    "the economics of renewable energy",
+    "the art of storytelling",
 )
 QUESTION = "What is the {ordinal} topic we discussed? Only give me the topic name. Do not summarize yourself."
 
@@ -136,10 +142,14 @@ def topicret_record(topics, turns_per_topic: int = 1) -> str:
         "Now the record start. "
     ]
     for topic in topics:
-        parts.append(f"USER: I would like to discuss the topic of {topic}. \n ASSISTANT: Sure, happy to talk about {topic}. \n ")
+        parts.append(
+            f"USER: I would like to discuss the topic of {topic}. \n ASSISTANT: Sure, happy to talk about {topic}. \n "
+        )
         for turn in range(turns_per_topic):
             parts.append(f"USER: Tell me more, part {turn + 1}. \n ASSISTANT: Here is more about {topic}. \n ")
-        parts.append(f"USER: Great, this is the end of our discussion on the topic {topic}, let's talk about the next topic.")
+        parts.append(
+            f"USER: Great, this is the end of our discussion on the topic {topic}, let's talk about the next topic."
+        )
     return "".join(parts)
 
 

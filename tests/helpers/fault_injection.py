@@ -62,8 +62,15 @@ class Killed:
     killed: bool
 
 
-def kill_when(command: list[str], ready: Callable[[], bool], env: dict | None = None, timeout: float = 300,
-              log: Path | None = None, delay: float = 0.0, poll: float = 0.01) -> Killed:
+def kill_when(
+    command: list[str],
+    ready: Callable[[], bool],
+    env: dict | None = None,
+    timeout: float = 300,
+    log: Path | None = None,
+    delay: float = 0.0,
+    poll: float = 0.01,
+) -> Killed:
     """Run `command`; SIGKILL it `delay` seconds after `ready()` is first true (polled every `poll`
     seconds). Output goes to a file (never a pipe that could fill and stall the process)."""
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"kill_when_{os.getpid()}_{time.monotonic_ns()}.log"

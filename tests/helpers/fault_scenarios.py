@@ -35,9 +35,25 @@ def private_cache_env(root: Path) -> dict:
 
 def scoring_command(model_dir, corpus_file, output: Path, use_cache: Path | None, samples: int = 150) -> list[str]:
     """900 scoring requests with samples=150: long enough (~2 s) to be killed in the middle."""
-    command = [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={model_dir},method=vanilla",
-               "--tasks", "forgetting_curve", "--device", "cpu", "--metadata", f"fc_corpus={corpus_file}",
-               "fc_max_length=60", "fc_points=3", f"fc_samples={samples}", "fc_seed=3", "--output_path", str(output)]
+    command = [
+        str(BIN / "lm_eval"),
+        "--model",
+        "longmem",
+        "--model_args",
+        f"pretrained={model_dir},method=vanilla",
+        "--tasks",
+        "forgetting_curve",
+        "--device",
+        "cpu",
+        "--metadata",
+        f"fc_corpus={corpus_file}",
+        "fc_max_length=60",
+        "fc_points=3",
+        f"fc_samples={samples}",
+        "fc_seed=3",
+        "--output_path",
+        str(output),
+    ]
     return command + (["--use_cache", str(use_cache)] if use_cache else [])
 
 
@@ -69,8 +85,12 @@ SWEEP_METHODS = ["vanilla", {"name": "yarn", "args": {"factor": 2}}, {"name": "y
 
 def fake_sweep(tmp_path: Path, methods=SWEEP_METHODS):
     """(command, env, runs) of a sweep whose runs are fake_lm_eval.py processes."""
-    raw = {"output_path": str(tmp_path / "out"), "tasks": ["forgetting_curve"], "methods": methods,
-           "metadata": {"fc_max_length": 64}}
+    raw = {
+        "output_path": str(tmp_path / "out"),
+        "tasks": ["forgetting_curve"],
+        "methods": methods,
+        "metadata": {"fc_max_length": 64},
+    }
     sweep_file = tmp_path / "sweep.json"
     sweep_file.write_text(json.dumps(raw))
     runs = plan_runs(build_config(raw))

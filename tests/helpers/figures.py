@@ -43,19 +43,42 @@ def saved(monkeypatch):
 def runs_dir(tmp_path):
     """Three runs of one model: vanilla (everything), yarn factor=4 (TREC + ppl, no loss curve), infini (fc only)."""
     root = tmp_path / "out"
-    write(root / "a" / "results_2026-11-23T10-00-00.json", lm_eval_results({
-        "forgetting_curve": forgetting_metrics([64, 512, 4096], [1.0, 0.9, 0.3], fine=64, coarse=512),
-        "longmem_passkey": passkey_metrics({512: 1.0, 1024: 0.5}),
-        "longmem_trec_manyshot": trec_metrics({1: 0.05, 10: 0.4, 100: 0.97}),
-        "longmem_perplexity": perplexity_metrics({512: 20.5, 4096: 35.25}),
-    }))
-    write(root / "b" / "results_2026-11-23T11-00-00.json", lm_eval_results({
-        "longmem_trec_manyshot": trec_metrics({1: 0.1, 10: 0.5, 100: 0.6, 1000: 0.7}),
-        "longmem_perplexity": perplexity_metrics({512: 19.0, 4096: 18.0}, with_curve=False),
-    }, method="yarn", method_args={"factor": 4.0, "beta_fast": 32.0}, model_args="method=yarn,factor=4"))
-    write(root / "c" / "results_2026-11-23T12-00-00.json", lm_eval_results({
-        "forgetting_curve": forgetting_metrics([64, 512, 4096], [1.0, 1.0, 0.95], fine=512, coarse=4096, coarse_bound=True),
-    }, method="infini", method_args={"segment_length": 2048}, model_args="method=infini,segment_length=2048"))
+    write(
+        root / "a" / "results_2026-11-23T10-00-00.json",
+        lm_eval_results(
+            {
+                "forgetting_curve": forgetting_metrics([64, 512, 4096], [1.0, 0.9, 0.3], fine=64, coarse=512),
+                "longmem_passkey": passkey_metrics({512: 1.0, 1024: 0.5}),
+                "longmem_trec_manyshot": trec_metrics({1: 0.05, 10: 0.4, 100: 0.97}),
+                "longmem_perplexity": perplexity_metrics({512: 20.5, 4096: 35.25}),
+            }
+        ),
+    )
+    write(
+        root / "b" / "results_2026-11-23T11-00-00.json",
+        lm_eval_results(
+            {
+                "longmem_trec_manyshot": trec_metrics({1: 0.1, 10: 0.5, 100: 0.6, 1000: 0.7}),
+                "longmem_perplexity": perplexity_metrics({512: 19.0, 4096: 18.0}, with_curve=False),
+            },
+            method="yarn",
+            method_args={"factor": 4.0, "beta_fast": 32.0},
+            model_args="method=yarn,factor=4",
+        ),
+    )
+    write(
+        root / "c" / "results_2026-11-23T12-00-00.json",
+        lm_eval_results(
+            {
+                "forgetting_curve": forgetting_metrics(
+                    [64, 512, 4096], [1.0, 1.0, 0.95], fine=512, coarse=4096, coarse_bound=True
+                ),
+            },
+            method="infini",
+            method_args={"segment_length": 2048},
+            model_args="method=infini,segment_length=2048",
+        ),
+    )
     return root
 
 

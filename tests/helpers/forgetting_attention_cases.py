@@ -43,7 +43,9 @@ def make_inputs(case: Case, dtype=torch.float32, seed: int = 0) -> dict:
         "k": rand(case.batch, case.length, case.kv_heads, case.head_dim),
         "v": rand(case.batch, case.length, case.kv_heads, case.head_dim),
         "log_fgate": log_fgate.requires_grad_(),
-        "q_bias": (k_bias[:, case.length - tq :] + torch.randn(case.batch, tq, case.q_heads, generator=gen)).requires_grad_(),
+        "q_bias": (
+            k_bias[:, case.length - tq :] + torch.randn(case.batch, tq, case.q_heads, generator=gen)
+        ).requires_grad_(),
         "k_bias": k_bias.requires_grad_(),
     }
 
@@ -52,10 +54,14 @@ def output_and_grads(out: torch.Tensor, wrt: list[torch.Tensor]) -> list[torch.T
     """The output followed by the gradients of a fixed non-uniform loss, all in fp32."""
     weights = torch.linspace(-1.0, 1.0, out.numel()).reshape(out.shape)
     grads = torch.autograd.grad((out.float() * weights).sum(), wrt, allow_unused=True)
-    return [out.float()] + [torch.zeros_like(w, dtype=torch.float32) if g is None else g.float() for g, w in zip(grads, wrt)]
+    return [out.float()] + [
+        torch.zeros_like(w, dtype=torch.float32) if g is None else g.float() for g, w in zip(grads, wrt)
+    ]
 
 
-def assert_all_close(got: list[torch.Tensor], want: list[torch.Tensor], names: list[str], atol: float, rtol: float = 1e-3):
+def assert_all_close(
+    got: list[torch.Tensor], want: list[torch.Tensor], names: list[str], atol: float, rtol: float = 1e-3
+):
     for name, a, b in zip(names, got, want):
         assert torch.isfinite(a).all(), f"{name}: non-finite values"
         torch.testing.assert_close(a, b, atol=atol, rtol=rtol, msg=lambda m, name=name: f"{name}: {m}")

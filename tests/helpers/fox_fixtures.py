@@ -45,8 +45,16 @@ def build_tiny_fox(directory: Path, seed: int = 0, **overrides) -> Path:
     tokenizer = json_tokenizer(directory / "bpe")
     end = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     settings = dict(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_heads=4, hidden_ratio=2,
-        max_position_embeddings=512, bos_token_id=end, eos_token_id=end, fgate_type="full", **PRO_SWITCHES,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_heads=4,
+        hidden_ratio=2,
+        max_position_embeddings=512,
+        bos_token_id=end,
+        eos_token_id=end,
+        fgate_type="full",
+        **PRO_SWITCHES,
     )
     settings.update(overrides)
     torch.manual_seed(seed)

@@ -196,7 +196,9 @@ def _read_str(text: str) -> Reading | None:
     if not text.strip():
         return None
     typed_by_lm_eval = (
-        text.strip().lower() in ("true", "false", "none") or _any_float(text) or _python_literal(text) is not None
+        text.strip().lower() in ("true", "false", "none")
+        or _any_float(text)
+        or _python_literal(text) is not None
         or text.strip().isnumeric()
     )
     return Reading(text, certain=bool(PLAIN_WORD.fullmatch(text)) and not typed_by_lm_eval)
@@ -229,19 +231,105 @@ def _read_int_list(text: str) -> Reading | None:
 
 # Texts that have broken parsers before, or could: each kind of near miss a user may type.
 NEAR_MISSES = (
-    "", " ", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e-400", "9" * 40, "9" * 400,
-    "-1", "-0", "0", "+5", "1e3", "1e23", "1.5", "2.0", "1024.0", "1_000", "0x10", "0o17", "1e-3x", "10x",
-    "0.5.5", "\u0661\u0662\u0663", "\uff11\uff12", "\u00b2", "\u200b1", "\u00e9", "\U0001f642", "True", "true",
-    "TRUE", "yes", "Yes", "maybe", "None", "none", "null", "NULL", "[1]", "[1.5]", "[]", "[[1]]", "(1,)", "{1}",
-    "{'a':1}", "b'x'", "...", "1j", "'1024'", '"hf"', "'x", "[1024", "1024]", "Frozen", "HF", "LOG", "Linear",
-    "Delta", "auto ", " auto", "1 2", "[1 2]", "[True]", "[1e400]", "[-1]", "[0 150]", "-1e3", "1e-3", "01", "1.0",
+    "",
+    " ",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e309",
+    "-1e309",
+    "1e-400",
+    "9" * 40,
+    "9" * 400,
+    "-1",
+    "-0",
+    "0",
+    "+5",
+    "1e3",
+    "1e23",
+    "1.5",
+    "2.0",
+    "1024.0",
+    "1_000",
+    "0x10",
+    "0o17",
+    "1e-3x",
+    "10x",
+    "0.5.5",
+    "\u0661\u0662\u0663",
+    "\uff11\uff12",
+    "\u00b2",
+    "\u200b1",
+    "\u00e9",
+    "\U0001f642",
+    "True",
+    "true",
+    "TRUE",
+    "yes",
+    "Yes",
+    "maybe",
+    "None",
+    "none",
+    "null",
+    "NULL",
+    "[1]",
+    "[1.5]",
+    "[]",
+    "[[1]]",
+    "(1,)",
+    "{1}",
+    "{'a':1}",
+    "b'x'",
+    "...",
+    "1j",
+    "'1024'",
+    '"hf"',
+    "'x",
+    "[1024",
+    "1024]",
+    "Frozen",
+    "HF",
+    "LOG",
+    "Linear",
+    "Delta",
+    "auto ",
+    " auto",
+    "1 2",
+    "[1 2]",
+    "[True]",
+    "[1e400]",
+    "[-1]",
+    "[0 150]",
+    "-1e3",
+    "1e-3",
+    "01",
+    "1.0",
 )
 SCALAR_SHAPES = st.from_regex(r"[+-]?[0-9]{0,6}(\.[0-9]{0,3})?([eE][+-]?[0-9]{1,4})?[a-z_]?", fullmatch=True)
 LIST_SHAPES = st.from_regex(r"[\[(]?[0-9 .e+-]{0,12}[\])]?", fullmatch=True)
 # No commas: they separate key=value pairs (the malformed-string properties put them anywhere).
 ARBITRARY_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=","), max_size=10)
-WORDS = ("auto", "pg19", "shakespeare", "linear", "log", "tokens", "chars", "cogcomp", "manyshots", "skip",
-         "truncate", "frozen", "hf", "delta", ".", "no_such_corpus.txt")
+WORDS = (
+    "auto",
+    "pg19",
+    "shakespeare",
+    "linear",
+    "log",
+    "tokens",
+    "chars",
+    "cogcomp",
+    "manyshots",
+    "skip",
+    "truncate",
+    "frozen",
+    "hf",
+    "delta",
+    ".",
+    "no_such_corpus.txt",
+)
 
 
 @functools.cache  # one strategy object per type: Hypothesis analyses each new one afresh
@@ -252,18 +340,25 @@ def canonical_texts(annotation: Any) -> st.SearchStrategy[str]:
         return st.one_of(st.sampled_from(["none", "None", "null", ""]), canonical_texts(_without_none(annotation)))
     if origin is tuple:
         return st.lists(st.integers(-2, 5000), max_size=5).flatmap(
-            lambda items: st.sampled_from([
-                "[" + ",".join(map(str, items)) + "]", "[" + ", ".join(map(str, items)) + "]", " ".join(map(str, items)),
-                "(" + ",".join(map(str, items)) + ")",
-            ])
+            lambda items: st.sampled_from(
+                [
+                    "[" + ",".join(map(str, items)) + "]",
+                    "[" + ", ".join(map(str, items)) + "]",
+                    " ".join(map(str, items)),
+                    "(" + ",".join(map(str, items)) + ")",
+                ]
+            )
         )
     if origin is Literal:
         return st.sampled_from([str(choice) for choice in typing.get_args(annotation)])
     if annotation is int:
         return st.one_of(st.integers(-3, 5000), st.sampled_from([2**31, 2**53 + 1, 10**30])).map(str)
     if annotation is float:
-        return st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers(-10, 10**6).map(str),
-                         st.sampled_from(["0.5", "2.0", "1e3", "1e-3", "1e308", "-0.0"]))
+        return st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False).map(repr),
+            st.integers(-10, 10**6).map(str),
+            st.sampled_from(["0.5", "2.0", "1e3", "1e-3", "1e308", "-0.0"]),
+        )
     if annotation is bool:
         return st.sampled_from(["true", "false", "True", "FALSE", "yes", "no", "1", "0"])
     if annotation is str:
@@ -279,8 +374,11 @@ def texts_for(annotation: Any) -> st.SearchStrategy[str]:
 
 
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.text(max_size=6))
-JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.text(max_size=4), inner, max_size=2), max_leaves=5)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    max_leaves=5,
+)
 
 
 @functools.cache

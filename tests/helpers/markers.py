@@ -11,6 +11,4 @@ import pytest
 #   from tests.helpers.markers import requires_kvpress
 #   @requires_kvpress              (or pytestmark = requires_kvpress for a whole module)
 KVPRESS_MISSING_REASON = "kvpress is not installed (pip install 'lm-eval-longmem[kvpress]')"
-requires_kvpress = pytest.mark.skipif(
-    importlib.util.find_spec("kvpress") is None, reason=KVPRESS_MISSING_REASON
-)
+requires_kvpress = pytest.mark.skipif(importlib.util.find_spec("kvpress") is None, reason=KVPRESS_MISSING_REASON)

@@ -19,15 +19,34 @@ def forgetting_metrics(lengths, copy, fine, coarse, fine_bound=False, coarse_bou
     points = []
     for length, acc in zip(lengths, copy):
         tag = f"{length:0{width}d}"
-        metrics.update({f"copy_acc@{tag},none": acc, f"copy_acc@{tag}_stderr,none": 0.01,
-                        f"lm_acc@{tag},none": 0.2, f"lm_acc@{tag}_stderr,none": 0.02})
-        points.append({"length": length, "copy_mean": acc, "copy_std": 0.05, "lm_mean": 0.2, "lm_std": 0.1, "num_samples": 2})
-    metrics.update({"fine_memory_length,none": fine, "fine_memory_length_stderr,none": "N/A",
-                    "coarse_memory_length,none": coarse, "coarse_memory_length_stderr,none": "N/A",
-                    "curve,none": {"mode": "accuracy", "points": points, "fine_memory_length": fine,
-                                   "coarse_memory_length": coarse, "fine_is_lower_bound": fine_bound,
-                                   "coarse_is_lower_bound": coarse_bound},
-                    "curve_stderr,none": "N/A"})
+        metrics.update(
+            {
+                f"copy_acc@{tag},none": acc,
+                f"copy_acc@{tag}_stderr,none": 0.01,
+                f"lm_acc@{tag},none": 0.2,
+                f"lm_acc@{tag}_stderr,none": 0.02,
+            }
+        )
+        points.append(
+            {"length": length, "copy_mean": acc, "copy_std": 0.05, "lm_mean": 0.2, "lm_std": 0.1, "num_samples": 2}
+        )
+    metrics.update(
+        {
+            "fine_memory_length,none": fine,
+            "fine_memory_length_stderr,none": "N/A",
+            "coarse_memory_length,none": coarse,
+            "coarse_memory_length_stderr,none": "N/A",
+            "curve,none": {
+                "mode": "accuracy",
+                "points": points,
+                "fine_memory_length": fine,
+                "coarse_memory_length": coarse,
+                "fine_is_lower_bound": fine_bound,
+                "coarse_is_lower_bound": coarse_bound,
+            },
+            "curve_stderr,none": "N/A",
+        }
+    )
     return metrics
 
 
@@ -41,13 +60,38 @@ def reduced_forgetting_metrics(copy_exact: dict[int, float], cut: tuple[int, ...
         values = {"copy_exact": exact, "lm_exact": 0.0, "copy_nll": 0.5 * (1 - exact), "lm_nll": 4.0}
         for field, value in values.items():
             metrics.update({f"{field}@{length:0{width}d},none": value, f"{field}@{length:0{width}d}_stderr,none": 0.0})
-        points.append({"length": length, **values, "num_samples": 2, "input_tokens": 2 * length + 1,
-                       "beyond_training_length": False, "beyond_context_length": False, "status": "ok"})
-    failed = [{"length": length, "input_tokens": 2 * length + 1, "beyond_training_length": False,
-               "beyond_context_length": True, "status": "cut_by_model", "failed_samples": 2} for length in cut]
-    metrics["curve,none"] = {"mode": "reduced", "points": points, "lengths": points + failed,
-                             "failed_lengths": list(cut), "fine_memory_length": None, "coarse_memory_length": None,
-                             "fine_is_lower_bound": False, "coarse_is_lower_bound": False}
+        points.append(
+            {
+                "length": length,
+                **values,
+                "num_samples": 2,
+                "input_tokens": 2 * length + 1,
+                "beyond_training_length": False,
+                "beyond_context_length": False,
+                "status": "ok",
+            }
+        )
+    failed = [
+        {
+            "length": length,
+            "input_tokens": 2 * length + 1,
+            "beyond_training_length": False,
+            "beyond_context_length": True,
+            "status": "cut_by_model",
+            "failed_samples": 2,
+        }
+        for length in cut
+    ]
+    metrics["curve,none"] = {
+        "mode": "reduced",
+        "points": points,
+        "lengths": points + failed,
+        "failed_lengths": list(cut),
+        "fine_memory_length": None,
+        "coarse_memory_length": None,
+        "fine_is_lower_bound": False,
+        "coarse_is_lower_bound": False,
+    }
     metrics["curve_stderr,none"] = "N/A"
     return metrics
 
@@ -55,20 +99,36 @@ def reduced_forgetting_metrics(copy_exact: dict[int, float], cut: tuple[int, ...
 def passkey_metrics(by_length: dict[int, float]) -> dict:
     width = len(str(max(by_length)))
     overall = sum(by_length.values()) / len(by_length)
-    metrics = {"name": "longmem_passkey", "alias": "longmem_passkey", "acc,none": overall, "acc_stderr,none": 0.1,
-               "acc@depth000,none": overall, "acc@depth000_stderr,none": 0.1}
+    metrics = {
+        "name": "longmem_passkey",
+        "alias": "longmem_passkey",
+        "acc,none": overall,
+        "acc_stderr,none": 0.1,
+        "acc@depth000,none": overall,
+        "acc@depth000_stderr,none": 0.1,
+    }
     for length, acc in by_length.items():
         metrics[f"acc@len{length:0{width}d},none"] = acc
         metrics[f"acc@len{length:0{width}d}_stderr,none"] = 0.1
-    metrics["grid,none"] = {"lengths": list(by_length), "depths": [0], "length_unit": "tokens",
-                            "accuracy": [list(by_length.values())], "num_samples": [[2] * len(by_length)], "overall": overall}
+    metrics["grid,none"] = {
+        "lengths": list(by_length),
+        "depths": [0],
+        "length_unit": "tokens",
+        "accuracy": [list(by_length.values())],
+        "num_samples": [[2] * len(by_length)],
+        "overall": overall,
+    }
     metrics["grid_stderr,none"] = "N/A"
     return metrics
 
 
 def trec_metrics(by_shots: dict[int, float]) -> dict:
-    metrics = {"name": "longmem_trec_manyshot", "alias": "longmem_trec_manyshot",
-               "acc,none": sum(by_shots.values()) / len(by_shots), "acc_stderr,none": 0.05}
+    metrics = {
+        "name": "longmem_trec_manyshot",
+        "alias": "longmem_trec_manyshot",
+        "acc,none": sum(by_shots.values()) / len(by_shots),
+        "acc_stderr,none": 0.05,
+    }
     for shots, acc in by_shots.items():
         metrics[f"acc@{shots:04d}shots,none"] = acc
         metrics[f"acc@{shots:04d}shots_stderr,none"] = "N/A" if shots == 1 else 0.08
@@ -76,10 +136,16 @@ def trec_metrics(by_shots: dict[int, float]) -> dict:
 
 
 def topicret_metrics(first, second, third) -> dict:
-    metrics = {"name": "longmem_topicret", "alias": "longmem_topicret", "skipped_documents,none": 0,
-               "skipped_documents_stderr,none": "N/A", "truncated_documents,none": 0,
-               "truncated_documents_stderr,none": "N/A", "mean_acc,none": (first + second + third) / 3,
-               "mean_acc_stderr,none": "N/A"}
+    metrics = {
+        "name": "longmem_topicret",
+        "alias": "longmem_topicret",
+        "skipped_documents,none": 0,
+        "skipped_documents_stderr,none": "N/A",
+        "truncated_documents,none": 0,
+        "truncated_documents_stderr,none": "N/A",
+        "mean_acc,none": (first + second + third) / 3,
+        "mean_acc_stderr,none": "N/A",
+    }
     for which, acc in (("first", first), ("second", second), ("third", third)):
         metrics[f"{which}_topic_acc,none"] = acc
         metrics[f"{which}_topic_acc_stderr,none"] = 0.1
@@ -99,20 +165,50 @@ def perplexity_metrics(by_length: dict[int, float], with_curve: bool = True) -> 
     return metrics
 
 
-def lm_eval_results(tasks: dict[str, dict], method="vanilla", method_args=None, model_args=None,
-                    pretrained="SmolLM2-135M-Instruct", model="longmem", date=1795458565.0) -> dict:
+def lm_eval_results(
+    tasks: dict[str, dict],
+    method="vanilla",
+    method_args=None,
+    model_args=None,
+    pretrained="SmolLM2-135M-Instruct",
+    model="longmem",
+    date=1795458565.0,
+) -> dict:
     """A results file as lm-eval 0.4.13 writes it (the keys a real file has)."""
     method_args = method_args or {}
     if model_args is None:
         model_args = {"method": method, **{k: str(v) for k, v in method_args.items()}}
-    config = {"model": model, "model_args": model_args, "model_num_parameters": 134515008,
-              "model_dtype": "torch.float32", "model_revision": "main", "model_sha": "", "batch_size": 1,
-              "batch_sizes": [], "device": "cpu", "use_cache": None, "limit": None, "bootstrap_iters": 100000,
-              "gen_kwargs": {}, "random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234}
+    config = {
+        "model": model,
+        "model_args": model_args,
+        "model_num_parameters": 134515008,
+        "model_dtype": "torch.float32",
+        "model_revision": "main",
+        "model_sha": "",
+        "batch_size": 1,
+        "batch_sizes": [],
+        "device": "cpu",
+        "use_cache": None,
+        "limit": None,
+        "bootstrap_iters": 100000,
+        "gen_kwargs": {},
+        "random_seed": 0,
+        "numpy_seed": 1234,
+        "torch_seed": 1234,
+        "fewshot_seed": 1234,
+    }
     if model == "longmem":
-        config.update({"longmem_method": method, "longmem_method_args": method_args, "longmem_pretrained": pretrained,
-                       "longmem_training_length": 8192, "longmem_context_length": 8192, "longmem_scoring": "split",
-                       "longmem_reuse_prefix": True})
+        config.update(
+            {
+                "longmem_method": method,
+                "longmem_method_args": method_args,
+                "longmem_pretrained": pretrained,
+                "longmem_training_length": 8192,
+                "longmem_context_length": 8192,
+                "longmem_scoring": "split",
+                "longmem_reuse_prefix": True,
+            }
+        )
     return {
         "results": tasks,
         "group_subtasks": {},

@@ -33,8 +33,11 @@ def as_data(index):
 
 def write_tasks(folder):
     (folder / "family").mkdir(parents=True)
-    (folder / "family" / "_common.yaml").write_text("output_type: loglikelihood\ntest_split: test\nmetric_list:\n  - metric: acc\n")
-    (folder / "family" / "one.yaml").write_text("include: _common.yaml\ntask: toy_one\ntag: [toys]\ndataset_path: a\n"
-                                                "process_docs: !function utils.process\n")
+    (folder / "family" / "_common.yaml").write_text(
+        "output_type: loglikelihood\ntest_split: test\nmetric_list:\n  - metric: acc\n"
+    )
+    (folder / "family" / "one.yaml").write_text(
+        "include: _common.yaml\ntask: toy_one\ntag: [toys]\ndataset_path: a\nprocess_docs: !function utils.process\n"
+    )
     (folder / "family" / "two.yaml").write_text("include: _common.yaml\ntask: toy_two\ndataset_path: b\n")
     (folder / "group.yaml").write_text("group: toy_group\ntask: [toy_one, toy_two]\n")

@@ -15,9 +15,7 @@ def build_tiny_model(directory, max_position_embeddings: int = 128, seed: int = 
     specials = ["<unk>", "<s>", "</s>", "<pad>"]
     vocab = {tok: i for i, tok in enumerate(specials + WORDS + ["."])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
-    )
+    backend.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
     )

@@ -11,8 +11,16 @@ def token_ids(n, seed=0, vocab=60):
 
 def tiny_of(config_cls, **extra):
     torch.manual_seed(0)
-    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, max_position_embeddings=128, **extra)
+    config = config_cls(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        **extra,
+    )
     return AutoModelForCausalLM.from_config(config).eval()
 
 

@@ -10,9 +10,18 @@ from lm_eval_longmem_training.recipe_loading import load_recipe
 
 def tiny_overrides(model_dir, corpus_file, output_dir, **extra) -> list[str]:
     values = {
-        "model": model_dir, "data": corpus_file, "output_dir": output_dir, "seq_len": 32, "max_steps": 4,
-        "micro_batch_size": 2, "grad_accum_steps": 2, "save_every": 2, "warmup_steps": 1, "lr": 1e-3,
-        "progress_bar": False, **extra,
+        "model": model_dir,
+        "data": corpus_file,
+        "output_dir": output_dir,
+        "seq_len": 32,
+        "max_steps": 4,
+        "micro_batch_size": 2,
+        "grad_accum_steps": 2,
+        "save_every": 2,
+        "warmup_steps": 1,
+        "lr": 1e-3,
+        "progress_bar": False,
+        **extra,
     }
     return [f"{k}={v}" for k, v in values.items()]
 

@@ -21,7 +21,12 @@ from tests.helpers.fault_injection import kill_when
 from tests.helpers.training_helpers import tiny_overrides
 
 CLI = str(Path(sys.executable).parent / "lm-eval-longmem")
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}  # its lines land before a kill
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "PYTHONUNBUFFERED": "1",
+}  # its lines land before a kill
 
 
 def train_command(recipe: str, model_dir, corpus_file, output_dir: Path, **settings) -> list[str]:
@@ -57,6 +62,7 @@ def checkpoint_write(output_dir: Path, at_least_step: int = 0, stale: frozenset 
         new = entries(output_dir / "checkpoints") - stale
         found = (re.fullmatch(r"step-(\d+)\.partial", name) for name, _ in new)
         return any(m and int(m.group(1)) >= at_least_step for m in found)
+
     return writing
 
 
@@ -79,7 +85,9 @@ class Attempt:
     output: str
 
 
-def run_until(command: list[str], trigger: Callable[[], bool], delay: float, log: Path, timeout: float = 600) -> Attempt:
+def run_until(
+    command: list[str], trigger: Callable[[], bool], delay: float, log: Path, timeout: float = 600
+) -> Attempt:
     """Run `command`; SIGKILL it `delay` seconds after `trigger()` first holds (polled every 0.5 ms:
     a tiny run's checkpoint write lasts milliseconds)."""
     result = kill_when(command, trigger, env=ENV, timeout=timeout, log=log, delay=delay, poll=0.0005)
@@ -108,7 +116,9 @@ def resumed_step(output: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def random_trigger(rng: random.Random, output_dir: Path, max_steps: int, save_every: int) -> tuple[str, Callable, float]:
+def random_trigger(
+    rng: random.Random, output_dir: Path, max_steps: int, save_every: int
+) -> tuple[str, Callable, float]:
     """A kind of kill, its trigger and delay, drawn at random; triggers ignore an earlier kill's leftovers."""
     stale = frozenset(leftovers(output_dir))
     kind = rng.choice(["between writes", "checkpoint write", "checkpoint deletion", "export write"])

@@ -11,7 +11,6 @@ import warnings
 import pytest
 import torch
 
-from tests.helpers.forgetting_attention_cases import Case, assert_all_close, make_inputs, output_and_grads
 from lm_eval_longmem.kernels.forgetting_attention import (
     biased_attention,
     blocked,
@@ -21,6 +20,7 @@ from lm_eval_longmem.kernels.forgetting_attention import (
     forgetting_attention,
     triton_unsupported_reason,
 )
+from tests.helpers.forgetting_attention_cases import Case, assert_all_close, make_inputs, output_and_grads
 
 GRAD_NAMES = ["out", "dq", "dk", "dv", "dbias"]
 
@@ -113,7 +113,9 @@ def test_blocked_biased_attention_matches_reference(case):
     inputs = make_inputs(case)
     wrt = [inputs[n] for n in ("q", "k", "v", "k_bias")]
     results = [
-        output_and_grads(biased_attention(*wrt[:3], inputs["q_bias"], inputs["k_bias"], backend=b, **case.extras()), wrt)
+        output_and_grads(
+            biased_attention(*wrt[:3], inputs["q_bias"], inputs["k_bias"], backend=b, **case.extras()), wrt
+        )
         for b in ("blocked", "reference")
     ]
     assert_all_close(results[0], results[1], GRAD_NAMES, atol=2e-5)
@@ -123,7 +125,9 @@ def test_blocked_biased_attention_matches_reference(case):
 def test_blocked_forgetting_attention_matches_reference(case):
     inputs = make_inputs(case)
     wrt = [inputs[n] for n in ("q", "k", "v", "log_fgate")]
-    results = [output_and_grads(forgetting_attention(*wrt, backend=b, **case.extras()), wrt) for b in ("blocked", "reference")]
+    results = [
+        output_and_grads(forgetting_attention(*wrt, backend=b, **case.extras()), wrt) for b in ("blocked", "reference")
+    ]
     assert_all_close(results[0], results[1], GRAD_NAMES, atol=2e-5)
 
 
@@ -141,7 +145,9 @@ def test_decode_and_chunked_prefill_equal_full_rows(backend):
     full = forgetting_attention(q, k, v, log_f, backend=backend)
     c = cumulative_log_fgate(log_f)
     for start, stop in [(0, 11), (11, 12), (12, 28), (28, 29)]:
-        step = biased_attention(q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend=backend)
+        step = biased_attention(
+            q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend=backend
+        )
         torch.testing.assert_close(step, full[:, start:stop], atol=1e-5, rtol=1e-5)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lm_eval_longmem.kernels.forgetting_attention import biased_attention, cumulative_log_fgate, forgetting_attention
+from lm_eval_longmem.kernels.forgetting_attention.dispatch import triton_interpreter_enabled
 from tests.helpers.forgetting_attention_cases import (
     Case,
     assert_all_close,
@@ -18,8 +20,6 @@ from tests.helpers.forgetting_attention_cases import (
     output_and_grads,
     strongly_forgetting_inputs,
 )
-from lm_eval_longmem.kernels.forgetting_attention import biased_attention, cumulative_log_fgate, forgetting_attention
-from lm_eval_longmem.kernels.forgetting_attention.dispatch import triton_interpreter_enabled
 
 pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
@@ -33,7 +33,9 @@ CASES = [
     Case("padding_d64", batch=3, length=300, q_heads=4, kv_heads=1, head_dim=64, seq_start=(0, 71, 300)),
     Case("varlen_d32", length=645, q_heads=2, kv_heads=2, head_dim=32, cu_seqlens=(0, 5, 6, 330, 645)),
     Case("decode_one_d128", batch=2, length=2049, q_heads=4, kv_heads=2, head_dim=128, num_queries=1),
-    Case("decode_chunk_d64", batch=2, length=513, q_heads=4, kv_heads=2, head_dim=64, num_queries=77, seq_start=(2, 400)),
+    Case(
+        "decode_chunk_d64", batch=2, length=513, q_heads=4, kv_heads=2, head_dim=64, num_queries=77, seq_start=(2, 400)
+    ),
 ]
 # Max abs error allowed against the fp32 reference, per input dtype (outputs and gradients are O(1)).
 TOLERANCE = {torch.float32: (2e-4, 1e-3), torch.float16: (2e-2, 2e-2), torch.bfloat16: (6e-2, 5e-2)}
@@ -58,7 +60,9 @@ def test_compiled_kernel_matches_reference(case, dtype):
 
 
 def test_compiled_forget_gate_gradient_bf16():
-    inputs = _on_cuda(make_inputs(Case("fox", batch=2, length=700, q_heads=4, kv_heads=4, head_dim=64), dtype=torch.bfloat16))
+    inputs = _on_cuda(
+        make_inputs(Case("fox", batch=2, length=700, q_heads=4, kv_heads=4, head_dim=64), dtype=torch.bfloat16)
+    )
     wrt = [inputs[n] for n in ("q", "k", "v", "log_fgate")]
     results = [output_and_grads(forgetting_attention(*wrt, backend=b), wrt) for b in ("triton", "reference")]
     assert_all_close(results[0], results[1], GRAD_NAMES, atol=6e-2, rtol=5e-2)
@@ -81,7 +85,9 @@ def test_compiled_decode_steps_equal_full_rows():
     full = forgetting_attention(q, k, v, log_f, backend="triton")
     c = cumulative_log_fgate(log_f)
     for start, stop in [(0, 300), (300, 301), (301, 600)]:
-        step = biased_attention(q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend="triton")
+        step = biased_attention(
+            q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend="triton"
+        )
         torch.testing.assert_close(step, full[:, start:stop], atol=1e-4, rtol=1e-4)
 
 
@@ -92,7 +98,14 @@ def test_fox_bf16_logits_through_the_compiled_kernel(tmp_path, monkeypatch):
     from lm_eval_longmem.models.fox import ForgettingTransformerConfig
 
     torch.manual_seed(0)
-    config = ForgettingTransformerConfig(vocab_size=512, hidden_size=256, num_hidden_layers=2, num_heads=2, max_position_embeddings=None, eos_token_id=None)
+    config = ForgettingTransformerConfig(
+        vocab_size=512,
+        hidden_size=256,
+        num_hidden_layers=2,
+        num_heads=2,
+        max_position_embeddings=None,
+        eos_token_id=None,
+    )
     model = AutoModelForCausalLM.from_config(config).eval()
     ids = torch.randint(0, 512, (2, 1500))
     import lm_eval_longmem.models.fox.attention as fox_attention
@@ -100,7 +113,9 @@ def test_fox_bf16_logits_through_the_compiled_kernel(tmp_path, monkeypatch):
     model = model.float().cuda()
     with torch.no_grad():
         compiled_fp32 = model(ids.cuda()).logits.float()
-        monkeypatch.setattr(fox_attention, "biased_attention", _with_backend(fox_attention.biased_attention, "reference"))
+        monkeypatch.setattr(
+            fox_attention, "biased_attention", _with_backend(fox_attention.biased_attention, "reference")
+        )
         reference = model(ids.cuda()).logits.float()
         monkeypatch.undo()
         compiled_bf16 = model.to(torch.bfloat16)(ids.cuda()).logits.float()

@@ -16,6 +16,7 @@ import sys
 import pytest
 import torch
 
+from lm_eval_longmem.kernels.forgetting_attention import biased_attention, cumulative_log_fgate, forgetting_attention
 from tests.helpers.forgetting_attention_cases import (
     Case,
     assert_all_close,
@@ -24,7 +25,6 @@ from tests.helpers.forgetting_attention_cases import (
     output_and_grads,
     strongly_forgetting_inputs,
 )
-from lm_eval_longmem.kernels.forgetting_attention import biased_attention, cumulative_log_fgate, forgetting_attention
 
 
 def _import_kernels_interpreted() -> bool:
@@ -37,8 +37,8 @@ def _import_kernels_interpreted() -> bool:
     if "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"
     pytest.importorskip("triton")
-    from triton.runtime.interpreter import InterpretedFunction
     import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
 
     if not isinstance(tl.zeros, InterpretedFunction):
         return False
@@ -48,7 +48,9 @@ def _import_kernels_interpreted() -> bool:
 
 
 INTERPRETED = _import_kernels_interpreted()
-needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1; see the fresh-process test")
+needs_interpreter = pytest.mark.skipif(
+    not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1; see the fresh-process test"
+)
 
 GRAD_NAMES = ["out", "dq", "dk", "dv", "dbias"]
 
@@ -65,7 +67,12 @@ CASES = [
 @pytest.mark.skipif(INTERPRETED, reason="the kernels run in this process")
 def test_kernels_in_a_fresh_interpreter_process():
     env = dict(os.environ, TRITON_INTERPRET="1")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
@@ -73,7 +80,9 @@ def _compare_biased(case: Case, dtype: torch.dtype, atol: float) -> None:
     inputs = make_inputs(case, dtype=dtype)
     wrt = [inputs[n] for n in ("q", "k", "v", "k_bias")]
     results = [
-        output_and_grads(biased_attention(*wrt[:3], inputs["q_bias"], inputs["k_bias"], backend=b, **case.extras()), wrt)
+        output_and_grads(
+            biased_attention(*wrt[:3], inputs["q_bias"], inputs["k_bias"], backend=b, **case.extras()), wrt
+        )
         for b in ("triton", "reference")
     ]
     assert_all_close(results[0], results[1], GRAD_NAMES, atol=atol, rtol=1e-2 if dtype == torch.float16 else 1e-3)
@@ -101,7 +110,9 @@ def test_triton_head_dim_64():
 def test_triton_forget_gate_gradient(case):
     inputs = make_inputs(case)
     wrt = [inputs[n] for n in ("q", "k", "v", "log_fgate")]
-    results = [output_and_grads(forgetting_attention(*wrt, backend=b, **case.extras()), wrt) for b in ("triton", "reference")]
+    results = [
+        output_and_grads(forgetting_attention(*wrt, backend=b, **case.extras()), wrt) for b in ("triton", "reference")
+    ]
     assert_all_close(results[0], results[1], GRAD_NAMES, atol=5e-5)
 
 
@@ -112,7 +123,9 @@ def test_triton_decode_steps_equal_full_rows():
     full = forgetting_attention(q, k, v, log_f, backend="triton")
     c = cumulative_log_fgate(log_f)
     for start, stop in [(0, 17), (17, 18), (18, 29)]:
-        step = biased_attention(q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend="triton")
+        step = biased_attention(
+            q[:, start:stop], k[:, :stop], v[:, :stop], c[:, start:stop], c[:, :stop], backend="triton"
+        )
         torch.testing.assert_close(step, full[:, start:stop], atol=1e-5, rtol=1e-5)
 
 

@@ -65,8 +65,9 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
     lines = []
     small = CostPlan("scoring", (129, 129, 257), ("forgetting_curve",))
     assert announce(small, lambda n: 1.0, "cpu", lines.append) is None
-    assert lines == ["longmem: 3 scoring requests for forgetting_curve; input lengths (tokens): 129 x2, 257 x1; "
-                     "515 tokens in all."]
+    assert lines == [
+        "longmem: 3 scoring requests for forgetting_curve; input lengths (tokens): 129 x2, 257 x1; 515 tokens in all."
+    ]
     monkeypatch.setenv("LM_EVAL_LONGMEM_ESTIMATE_ABOVE", "0")
     lines.clear()
     assert announce(small, lambda n: n / 100, "cpu", lines.append) == pytest.approx(5.15)
@@ -77,9 +78,19 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
 def test_the_plan_and_the_estimate_through_the_real_cli(tiny_model_dir, corpus_file):
     from tests.helpers.cli_runs import BIN, run, small_protocol
 
-    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}",
-                "--tasks", "forgetting_curve", *small_protocol(corpus_file)],
-               env_extra={"LM_EVAL_LONGMEM_ESTIMATE_ABOVE": "0"})
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+        ],
+        env_extra={"LM_EVAL_LONGMEM_ESTIMATE_ABOVE": "0"},
+    )
     plan = [line for line in proc.stderr.splitlines() if line.startswith("longmem: ")]
     assert len(plan) == 2, proc.stderr[-3000:]
     assert "scoring requests for forgetting_curve; input lengths (tokens):" in plan[0]

@@ -5,10 +5,10 @@ import time
 
 import pytest
 import torch
-from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
-from tests.helpers.fox_fixtures import build_tiny_fox
 
 from lm_eval_longmem.models.fox.compatibility import ArchitectureMismatchError
+from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
+from tests.helpers.fox_fixtures import build_tiny_fox
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_scoring_equals_the_models_own_log_probabilities(fox_lm):
     from lm_eval.api.instance import Instance
 
     context, continuation = "the cat sat on", " the mat\nand slept"
-    (loglikelihood, _), = fox_lm.loglikelihood(
+    ((loglikelihood, _),) = fox_lm.loglikelihood(
         [Instance("loglikelihood", {}, (context, continuation), 0)], disable_tqdm=True
     )
     context_ids, continuation_ids = fox_lm._encode_pair(context, continuation)
@@ -71,15 +71,17 @@ def test_generation_with_prefix_reuse_equals_fresh_greedy_decoding(fox_lm):
     eos = fox_lm.tokenizer.eos_token_id
     for prompt, text in zip(prompts, fresh):  # and both equal transformers' own greedy decoding
         ids = torch.tensor([fox_lm.tok_encode(prompt)])
-        out = fox_lm.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
-                                    pad_token_id=eos)
-        new_tokens = out[0, ids.shape[1]:].tolist()
+        out = fox_lm.model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False, pad_token_id=eos
+        )
+        new_tokens = out[0, ids.shape[1] :].tolist()
         new_tokens = new_tokens[: new_tokens.index(eos)] if eos in new_tokens else new_tokens
         assert text == fox_lm.tok_decode(new_tokens).split("\n\n")[0]
 
 
-@pytest.mark.parametrize("method, message", [("yarn", "FoX has no RoPE"), ("statedclm", "Use method=fox"),
-                                             ("vanilla", "Use method=fox")])
+@pytest.mark.parametrize(
+    "method, message", [("yarn", "FoX has no RoPE"), ("statedclm", "Use method=fox"), ("vanilla", "Use method=fox")]
+)
 def test_methods_that_do_not_apply_to_fox_are_refused(tiny_fox_dir, method, message):
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 
@@ -107,8 +109,20 @@ def test_an_official_checkpoint_offline_fails_fast_with_the_fix():
 
 def test_a_fox_checkpoint_through_the_lm_eval_cli(tiny_fox_dir, corpus_file, tmp_path):
     out = tmp_path / "out"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_fox_dir}",
-         "--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_fox_dir}",
+            "--tasks",
+            "forgetting_curve",
+            *small_protocol(corpus_file),
+            "--output_path",
+            str(out),
+        ]
+    )
     results = results_of(out)
     assert results["config"]["longmem_method"] == "fox"
     assert results["config"]["longmem_method_args"]["use_output_norm"] is True
@@ -118,9 +132,23 @@ def test_a_fox_checkpoint_through_the_lm_eval_cli(tiny_fox_dir, corpus_file, tmp
 
 def test_fox_generates_through_the_lm_eval_cli(tiny_fox_dir, tmp_path):
     out = tmp_path / "out"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_fox_dir}",
-         "--tasks", "longmem_passkey", "--metadata", "pk_lengths=[300]", "pk_depths=[50]", "pk_samples=2",
-         "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_fox_dir}",
+            "--tasks",
+            "longmem_passkey",
+            "--metadata",
+            "pk_lengths=[300]",
+            "pk_depths=[50]",
+            "pk_samples=2",
+            "--output_path",
+            str(out),
+        ]
+    )
     results = results_of(out)
     assert results["config"]["longmem_method"] == "fox"
     assert results["results"]["longmem_passkey"]["grid,none"]["num_samples"] == [[2]]

@@ -4,7 +4,12 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError, resolve_device
+from lm_eval_longmem.lm_eval_model.longmem import (
+    ContextTooLongError,
+    LongMemLM,
+    UnknownModelArgumentError,
+    resolve_device,
+)
 from lm_eval_longmem.models.method_registry import UnknownMethodError
 from lm_eval_longmem.models.runtime.requests import TokenText
 
@@ -33,7 +38,9 @@ def test_unknown_method_fails_before_loading_anything():
 
 
 def test_unknown_argument_lists_the_valid_ones(tiny_model_dir):
-    with pytest.raises(UnknownModelArgumentError, match=r"(?s)factr.*method=vanilla.*Wrapper arguments: method, .*pretrained"):
+    with pytest.raises(
+        UnknownModelArgumentError, match=r"(?s)factr.*method=vanilla.*Wrapper arguments: method, .*pretrained"
+    ):
         LongMemLM(pretrained=str(tiny_model_dir), factr=4, device="cpu")
 
 

@@ -9,14 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.helpers.tiny_llama import build_tiny_model
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import CachingLM, hash_args
 from lm_eval.models.huggingface import HFLM
 
-from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.lm_eval_model import request_cache
+from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.lm_eval_model.request_cache import bound_cache_path
+from tests.helpers.tiny_llama import build_tiny_model
 
 REQUEST = Instance("loglikelihood", {}, ("the sea and the ship were old", " gold"), 0)
 SENTINEL = (-12345.0, True)

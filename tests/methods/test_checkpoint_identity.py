@@ -33,6 +33,7 @@ def test_the_registry_gives_each_methods_own_answer(method, config):
 
 def test_a_method_that_names_no_checkpoint_never_reads_its_config():
     """Run-folder names read the config (maybe from the Hub) only for a method that uses it."""
+
     def unreadable():
         raise AssertionError("read the config of a method that names no checkpoint")
 
@@ -45,8 +46,17 @@ def test_a_method_that_names_no_checkpoint_never_reads_its_config():
 def test_reports_label_every_method_without_importing_torch():
     """A results file of each method (the `fox` one with the switches it records) is described
     in a fresh process: labels come out, and torch, transformers, numpy and lm-eval stay unloaded."""
-    results = [{"config": {"model": "longmem", "model_args": {}, "longmem_method": name,
-                           "longmem_method_args": CONFIGS["fox-pro"]}} for name in available_methods()]
+    results = [
+        {
+            "config": {
+                "model": "longmem",
+                "model_args": {},
+                "longmem_method": name,
+                "longmem_method_args": CONFIGS["fox-pro"],
+            }
+        }
+        for name in available_methods()
+    ]
     code = (
         "import json, sys\nfrom pathlib import Path\nfrom lm_eval_longmem.report.runs import describe_run\n"
         f"labels = [describe_run(data, Path()).variant for data in json.loads({json.dumps(results)!r})]\n"

@@ -19,12 +19,12 @@ import sys
 
 import pytest
 import torch
-from tests.helpers.markers import requires_kvpress
-from tests.helpers.tiny_llama import build_tiny_model
 
-from lm_eval_longmem.models.methods import kvpress as kvpress_method
 from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
+from lm_eval_longmem.models.methods import kvpress as kvpress_method
+from tests.helpers.markers import requires_kvpress
+from tests.helpers.tiny_llama import build_tiny_model
 
 EOS = 2
 
@@ -67,12 +67,27 @@ def test_press_names_follow_the_class_names():
 
     from lm_eval_longmem.models.kv_presses.catalogue import press_name, presses
 
-    named = {press_name(getattr(kvpress, cls)): cls for cls in (
-        "SnapKVPress", "TOVAPress", "ExpectedAttentionPress", "KnormPress", "StreamingLLMPress", "PyramidKVPress",
-        "KeyDiffPress")}
-    assert named == {"snapkv": "SnapKVPress", "tova": "TOVAPress", "expected_attention": "ExpectedAttentionPress",
-                     "knorm": "KnormPress", "streamingllm": "StreamingLLMPress", "pyramidkv": "PyramidKVPress",
-                     "key_diff": "KeyDiffPress"}
+    named = {
+        press_name(getattr(kvpress, cls)): cls
+        for cls in (
+            "SnapKVPress",
+            "TOVAPress",
+            "ExpectedAttentionPress",
+            "KnormPress",
+            "StreamingLLMPress",
+            "PyramidKVPress",
+            "KeyDiffPress",
+        )
+    }
+    assert named == {
+        "snapkv": "SnapKVPress",
+        "tova": "TOVAPress",
+        "expected_attention": "ExpectedAttentionPress",
+        "knorm": "KnormPress",
+        "streamingllm": "StreamingLLMPress",
+        "pyramidkv": "PyramidKVPress",
+        "key_diff": "KeyDiffPress",
+    }
     assert set(named) <= set(presses())
 
 
@@ -120,14 +135,28 @@ def test_unknown_argument_of_a_known_press_is_refused_by_the_wrapper_listing_the
 
 
 @requires_kvpress
-@pytest.mark.parametrize("args, expected", [
-    ({"press": "snapkv", "compression_ratio": "abc"}, "argument compression_ratio='abc' is not a valid float"),
-    ({"press": "snapkv", "compression_ratio": "1.5"}, "press=snapkv: kvpress refused these arguments: Compression ratio"),
-    ({"press": "adakv"}, "press=adakv wraps another press: add inner=NAME"),
-    ({"press": "snapkv", "inner": "tova"}, "press=snapkv wraps no other press, so inner= does not apply"),
-    ({"press": "adakv", "inner": "snapk"}, "unknown inner='snapk'. Did you mean inner=snapkv?"),
-    ({}, "method=kvpress needs press=NAME: one of"),
-], ids=["malformed", "kvpress-refuses", "wrapper-without-inner", "inner-on-a-plain-press", "unknown-inner", "no-press"])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"press": "snapkv", "compression_ratio": "abc"}, "argument compression_ratio='abc' is not a valid float"),
+        (
+            {"press": "snapkv", "compression_ratio": "1.5"},
+            "press=snapkv: kvpress refused these arguments: Compression ratio",
+        ),
+        ({"press": "adakv"}, "press=adakv wraps another press: add inner=NAME"),
+        ({"press": "snapkv", "inner": "tova"}, "press=snapkv wraps no other press, so inner= does not apply"),
+        ({"press": "adakv", "inner": "snapk"}, "unknown inner='snapk'. Did you mean inner=snapkv?"),
+        ({}, "method=kvpress needs press=NAME: one of"),
+    ],
+    ids=[
+        "malformed",
+        "kvpress-refuses",
+        "wrapper-without-inner",
+        "inner-on-a-plain-press",
+        "unknown-inner",
+        "no-press",
+    ],
+)
 def test_each_bad_argument_is_one_message(args, expected):
     with pytest.raises(MethodArgumentError) as err:
         method(**args)
@@ -215,7 +244,9 @@ def test_ratio_zero_generates_as_vanilla(model, tokenizer, press):
     assert built.make_generator(model, tokenizer) is not None
     vanilla = PrefixReuseGenerator(model, tokenizer, reuse=False)  # the wrapper's default, re-encoding each prompt
     for seed, n in [(1, 140), (2, 100)]:
-        request = GenerationRequest(tuple(token_ids(model, n, seed)), max_new_tokens=12, stop_token_ids=frozenset({EOS}))
+        request = GenerationRequest(
+            tuple(token_ids(model, n, seed)), max_new_tokens=12, stop_token_ids=frozenset({EOS})
+        )
         got = built.make_generator(model, tokenizer).generate(request)
         assert got == vanilla.generate(request) and got
 
@@ -230,8 +261,16 @@ def test_ratio_zero_gives_vanillas_metrics_through_the_harness(model_dir, corpus
 
     def metrics(model_args):
         results = lm_eval.simple_evaluate(
-            model="longmem", model_args=f"pretrained={model_dir},device=cpu,{model_args}", tasks=["forgetting_curve"],
-            metadata={"fc_corpus": str(corpus_file), "fc_max_length": 40, "fc_points": 3, "fc_samples": 2, "fc_seed": 3},
+            model="longmem",
+            model_args=f"pretrained={model_dir},device=cpu,{model_args}",
+            tasks=["forgetting_curve"],
+            metadata={
+                "fc_corpus": str(corpus_file),
+                "fc_max_length": 40,
+                "fc_points": 3,
+                "fc_samples": 2,
+                "fc_seed": 3,
+            },
         )
         return results["results"]["forgetting_curve"]
 
@@ -312,8 +351,9 @@ def test_streamingllm_press_keeps_the_same_entries_as_ours_at_other_positions(mo
     kept = list(range(sinks)) + list(range(n - (budget - sinks), n))
 
     decoder = Decoder(model)
-    ours_method = resolve_method({"method": "streamingllm", "sink_length": str(sinks),
-                                  "max_context_length": str(budget), "chunk_size": "8"}).build()
+    ours_method = resolve_method(
+        {"method": "streamingllm", "sink_length": str(sinks), "max_context_length": str(budget), "chunk_size": "8"}
+    ).build()
     runner = BoundedCacheRunner(decoder, ours_method.make_policy())
     with torch.no_grad():
         runner.feed_chunk(context, shrink=False)

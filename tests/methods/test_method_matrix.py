@@ -24,12 +24,12 @@ import shutil
 
 import pytest
 import torch
-from tests.helpers.markers import requires_kvpress
-from tests.helpers.fox_fixtures import build_tiny_fox
 from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.models.method_registry import available_methods
+from tests.helpers.fox_fixtures import build_tiny_fox
+from tests.helpers.markers import requires_kvpress
 
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 TINY_ARGUMENTS: dict[str, dict] = {
@@ -55,8 +55,10 @@ OWN_CHECKPOINT = {"longrope": "tiny_longrope_dir"}
 SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}
 MARKS = {"kvpress": requires_kvpress}
 
-CONTEXT = ("the old king said to the young man that the ship was on the sea at night and the river ran dark "
-           "by the stone house where the light of the gold was like water in his hand and they had")
+CONTEXT = (
+    "the old king said to the young man that the ship was on the sea at night and the river ran dark "
+    "by the stone house where the light of the gold was like water in his hand and they had"
+)
 CONTINUATION = " all been as one"
 GREEDY = {"until": ["\n\n"], "max_gen_toks": 4, "do_sample": False}
 BF16_NATS_PER_TOKEN = 0.05
@@ -79,8 +81,11 @@ def tiny_longrope_dir(tiny_model_dir, tmp_path_factory):
     config = json.loads((directory / "config.json").read_text())
     head_half = config["hidden_size"] // config["num_attention_heads"] // 2
     config["rope_parameters"] = {
-        "rope_type": "longrope", "rope_theta": config["rope_parameters"]["rope_theta"], "factor": 4.0,
-        "original_max_position_embeddings": 32, "short_factor": [1.0] * head_half,
+        "rope_type": "longrope",
+        "rope_theta": config["rope_parameters"]["rope_theta"],
+        "factor": 4.0,
+        "original_max_position_embeddings": 32,
+        "short_factor": [1.0] * head_half,
         "long_factor": [1.0 + i for i in range(head_half)],
     }
     (directory / "config.json").write_text(json.dumps(config))
@@ -103,8 +108,9 @@ def build(name: str, request, checkpoint=None, **extra) -> LongMemLM:
     """`--model longmem --model_args pretrained=...,method=NAME,<its row>` on the CPU, through lm-eval's
     own parsing; on the method's checkpoint unless another is given."""
     if name not in TINY_ARGUMENTS:
-        pytest.fail(f"method {name} has no row in TINY_ARGUMENTS: add your method here "
-                    "(tests/methods/test_method_matrix.py)")
+        pytest.fail(
+            f"method {name} has no row in TINY_ARGUMENTS: add your method here (tests/methods/test_method_matrix.py)"
+        )
     checkpoint = checkpoint or checkpoint_of(name, request)
     text = model_args_text(checkpoint, {"method": name, **TINY_ARGUMENTS[name], **extra})
     return LongMemLM.create_from_arg_string(text, {"device": "cpu", "batch_size": 1})
@@ -112,8 +118,9 @@ def build(name: str, request, checkpoint=None, **extra) -> LongMemLM:
 
 def score(lm: LongMemLM) -> tuple[float, int]:
     """(log-likelihood of CONTINUATION after CONTEXT, its number of tokens)."""
-    (loglikelihood, _), = lm.loglikelihood([Instance("loglikelihood", {}, (CONTEXT, CONTINUATION), 0)],
-                                           disable_tqdm=True)
+    ((loglikelihood, _),) = lm.loglikelihood(
+        [Instance("loglikelihood", {}, (CONTEXT, CONTINUATION), 0)], disable_tqdm=True
+    )
     return loglikelihood, len(lm._encode_pair(CONTEXT, CONTINUATION)[1])
 
 
@@ -149,7 +156,8 @@ def test_scores_a_request(lm, request):
     else:  # the row's arguments make the method act on CONTEXT
         assert abs(loglikelihood - vanilla) > CHANGED, (
             f"method={method.name} scores as vanilla: its row in TINY_ARGUMENTS does not make it act on CONTEXT "
-            "(or, if that is what it does, say why in SAME_AS_VANILLA)")
+            "(or, if that is what it does, say why in SAME_AS_VANILLA)"
+        )
 
 
 def test_generates_greedily(lm):

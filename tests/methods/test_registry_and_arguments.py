@@ -1,12 +1,19 @@
 """The method registry and typed argument parsing."""
 
 import dataclasses
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 
-from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError, available_methods, build_method, get_method, split_method_args
 from lm_eval_longmem.models.method_framework import base
+from lm_eval_longmem.models.method_registry import (
+    MethodArgumentError,
+    UnknownMethodError,
+    available_methods,
+    build_method,
+    get_method,
+    split_method_args,
+)
 from lm_eval_longmem.models.methods.vanilla import Vanilla
 
 
@@ -18,7 +25,7 @@ def toy_method():
         window: int = 512
         exact: bool = False
         mode: Literal["a", "b"] = "a"
-        cap: Optional[int] = None
+        cap: int | None = None
 
     class Toy(base.LongMemMethod):
         name = "toy_for_tests"
@@ -35,7 +42,10 @@ def test_vanilla_is_registered_by_its_file():
 
 
 def test_unknown_method_lists_valid_methods_in_one_line():
-    with pytest.raises(UnknownMethodError, match=r"^Unknown method='yarnn'\. Did you mean method=yarn\? Valid methods: .*vanilla, yarn[^\n]*$"):
+    with pytest.raises(
+        UnknownMethodError,
+        match=r"^Unknown method='yarnn'\. Did you mean method=yarn\? Valid methods: .*vanilla, yarn[^\n]*$",
+    ):
         get_method("yarnn")
 
 
@@ -43,7 +53,10 @@ def test_args_are_coerced_by_declared_type(toy_method):
     method = build_method("toy_for_tests", {"factor": 8, "window": "1024", "exact": "true", "mode": "b", "cap": None})
     assert method.args.factor == 8.0 and isinstance(method.args.factor, float)
     assert method.args.window == 1024 and method.args.exact is True and method.args.mode == "b"
-    assert method.describe() == {"method": "toy_for_tests", "args": {"factor": 8.0, "window": 1024, "exact": True, "mode": "b", "cap": None}}
+    assert method.describe() == {
+        "method": "toy_for_tests",
+        "args": {"factor": 8.0, "window": 1024, "exact": True, "mode": "b", "cap": None},
+    }
 
 
 @pytest.mark.parametrize("raw", [{"window": 2.5}, {"exact": "maybe"}, {"mode": "c"}, {"factor": "big"}, {"cap": "x"}])

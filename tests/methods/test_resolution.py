@@ -11,8 +11,11 @@ from lm_eval_longmem.models.method_registry.resolution import check_method_argum
 
 @pytest.fixture
 def yarn_checkpoint(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps(
-        {"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 4, "beta_fast": 16}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 4, "beta_fast": 16}}
+        )
+    )
     return str(tmp_path)
 
 

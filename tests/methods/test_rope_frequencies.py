@@ -50,10 +50,15 @@ def test_target_length_is_factor_over_original_length(tiny_model_dir):
     "s, original, training, length, expected",
     [
         # Table 14, LLaMA-3 (C = 8k) NTK-Frozen, s = 2: 4k 1, 8k 1, 16k 3, 32k 7, 64k 15
-        (2, 8192, 8192, 4096, 1), (2, 8192, 8192, 8192, 1), (2, 8192, 8192, 16384, 3),
-        (2, 8192, 8192, 32768, 7), (2, 8192, 8192, 65536, 15),
+        (2, 8192, 8192, 4096, 1),
+        (2, 8192, 8192, 8192, 1),
+        (2, 8192, 8192, 16384, 3),
+        (2, 8192, 8192, 32768, 7),
+        (2, 8192, 8192, 65536, 15),
         # Table 14, LLaMA-2 (C = 4k) NTK-32K, s = 4, C' = 32k: 29 up to 32k, 61 at 64k
-        (4, 4096, 32768, 4096, 29), (4, 4096, 32768, 32768, 29), (4, 4096, 32768, 65536, 61),
+        (4, 4096, 32768, 4096, 29),
+        (4, 4096, 32768, 32768, 29),
+        (4, 4096, 32768, 65536, 61),
     ],
 )
 def test_dynamic_ntk_factor_reproduces_table_14(s, original, training, length, expected):

@@ -115,8 +115,9 @@ def test_part_attention_matches_per_pair_reference(rule, distance_of, backend, s
     assert torch.allclose(last.double(), expected[:, -1:], atol=1e-5)
 
 
-def emulated_flash(q, k, v, cum_q, cum_k, max_q, max_k, dropout, is_causal, debug, *, scale,
-                   window_size_left, window_size_right):
+def emulated_flash(
+    q, k, v, cum_q, cum_k, max_q, max_k, dropout, is_causal, debug, *, scale, window_size_left, window_size_right
+):
     """FlashAttention's forward written out ([batch, seq, heads, dim]; causal aligned to the
     bottom right, window_size_left keys before the diagonal), to check band_attention's
     slicing on the CPU; the CUDA tests below run the real kernel."""
@@ -170,7 +171,8 @@ def test_band_path_scores_only_the_global_keys_directly(monkeypatch):
 @pytest.mark.parametrize("backend", ["sdpa", "eager"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(
-    "rule", [SelfExtendRule(window=100, group=7), LMInfiniteRule(global_tokens=10, window=300, clamp=200)],
+    "rule",
+    [SelfExtendRule(window=100, group=7), LMInfiniteRule(global_tokens=10, window=300, clamp=200)],
     ids=["self_extend", "lm_infinite"],
 )
 def test_half_precision_on_cuda_matches_the_fp32_path(rule, backend, dtype):
@@ -247,7 +249,9 @@ def test_cached_generation_equals_full_recomputation(tiny_model_dir, method, arg
     model = load_with_method(tiny_model_dir, method, attn, **args).to(device)
     prompt = token_ids(1, 30, seed=3).to(device)
     with torch.no_grad():
-        out = model.generate(prompt, max_new_tokens=8, do_sample=False, output_logits=True, return_dict_in_generate=True)
+        out = model.generate(
+            prompt, max_new_tokens=8, do_sample=False, output_logits=True, return_dict_in_generate=True
+        )
         full = model(out.sequences).logits
     for step, step_logits in enumerate(out.logits):
         assert torch.allclose(step_logits, full[:, 29 + step], atol=1e-4), step
@@ -300,12 +304,12 @@ def test_max_length_is_raised(tiny_model_dir, args, expected):
 
 
 def test_checkpoint_records_its_method(tiny_model_dir, tmp_path):
+    import shutil
+
     from transformers import AutoConfig, AutoTokenizer
 
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
     from lm_eval_longmem.models.checkpoint.method_record import record_method
-
-    import shutil
 
     directory = tmp_path / "extended"
     shutil.copytree(tiny_model_dir, directory)
@@ -334,8 +338,16 @@ def family_model_dir(request, tmp_path_factory):
 
     config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[request.param]
     torch.manual_seed(0)
-    config = config_cls(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=8, max_position_embeddings=128)
+    config = config_cls(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=128,
+    )
     directory = tmp_path_factory.mktemp(request.param)
     AutoModelForCausalLM.from_config(config).save_pretrained(directory)
     return directory
@@ -355,7 +367,9 @@ def test_other_families_cached_generation_equals_full_recomputation(family_model
     model = load_with_method(family_model_dir, method, **args)
     prompt = token_ids(1, 30, seed=3)
     with torch.no_grad():
-        out = model.generate(prompt, max_new_tokens=6, do_sample=False, output_logits=True, return_dict_in_generate=True)
+        out = model.generate(
+            prompt, max_new_tokens=6, do_sample=False, output_logits=True, return_dict_in_generate=True
+        )
         full = model(out.sequences).logits
     for step, step_logits in enumerate(out.logits):
         assert torch.allclose(step_logits, full[:, 29 + step], atol=1e-4), step

@@ -8,13 +8,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.method_registry import MethodArgumentError, available_methods, build_method
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder, UnsupportedArchitectureError
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
 from tests.helpers.tiny_models import tiny_of_family, token_ids
 
@@ -35,7 +35,6 @@ def tiny(tiny_model_dir):
 def on_device(model, device):
     """The module-scoped model itself on the CPU, a copy elsewhere (`.to` would move the shared one)."""
     return model if device == "cpu" else copy.deepcopy(model).to(device)
-
 
 
 def runner_for(model, name, **args):
@@ -63,7 +62,9 @@ def test_generation_equals_vanilla_greedy_when_nothing_is_evicted(tiny, name, de
     method = build_method(name, small_args(name, max_context_length=120, chunk_size=16))
     prompt = token_ids(40, seed=3)
     ours = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 30))
-    reference = tiny.generate(torch.tensor([prompt], device=device), max_new_tokens=30, do_sample=False, pad_token_id=3)[0, 40:]
+    reference = tiny.generate(
+        torch.tensor([prompt], device=device), max_new_tokens=30, do_sample=False, pad_token_id=3
+    )[0, 40:]
     assert ours == reference.tolist()
 
 
@@ -73,7 +74,6 @@ def test_generation_stops_at_a_stop_token(tiny):
     free = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 12))
     stopped = method.make_generator(tiny, None).generate(GenerationRequest(tuple(prompt), 12, frozenset({free[3]})))
     assert stopped == free[: free.index(free[3]) + 1]
-
 
 
 @pytest.mark.parametrize("family", ["mistral", "qwen2", "qwen3"])
@@ -120,8 +120,15 @@ def test_the_cache_never_exceeds_its_budget(tiny, name, device):
 
 def one_layer_llama():
     torch.manual_seed(1)
-    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=128)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -246,7 +253,19 @@ def test_longcache_recall_by_hand_per_head_counts_and_spans():
     queries[1, 1, 2] = 1.0  # head 1, query 1 -> key 8 (score 8)
     assert recall_middle(queries, keys, top_k=1, top_k_prime=2, span_size=4).tolist() == [1, 2, 3, 4, 10, 11, 12]
     # every centre when the clip allows it: key 8's span [6, 10) joins, overlapping nothing
-    assert recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=4).tolist() == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12]
+    assert recall_middle(queries, keys, top_k=1, top_k_prime=3, span_size=4).tolist() == [
+        1,
+        2,
+        3,
+        4,
+        6,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+    ]
     # per head, not averaged over the group: the mean query of the group would pick key 3 only
     assert recall_middle(queries, keys, top_k=1, top_k_prime=1, span_size=1).tolist() == [3]
     assert recall_middle(queries, keys, top_k=1, top_k_prime=8, span_size=1).tolist() == [3, 8, 12]
@@ -298,12 +317,17 @@ def test_a_budget_that_cannot_work_names_arguments_that_do(name, budget):
     assert int(fix["max_context_length"]) == 32 + 512 + 1
     build_method(name, {"max_context_length": int(fix["max_context_length"])})
     chunk = {40: 4, 256: 128, 500: 256}[budget]
-    assert f"Fix: chunk_size={chunk} (the largest power of two that fits; any chunk_size up to {budget - 33} does)" in message
+    assert (
+        f"Fix: chunk_size={chunk} (the largest power of two that fits; any chunk_size up to {budget - 33} does)"
+        in message
+    )
     build_method(name, {"max_context_length": budget, "chunk_size": chunk})
 
 
 def test_no_chunk_size_fits_beside_the_sinks():
-    with pytest.raises(MethodArgumentError, match=r"Fix: max_context_length=545 or more \(no chunk_size fits beside sink_length=32\)"):
+    with pytest.raises(
+        MethodArgumentError, match=r"Fix: max_context_length=545 or more \(no chunk_size fits beside sink_length=32\)"
+    ):
         build_method("streamingllm", {"max_context_length": 32})
     with pytest.raises(MethodArgumentError, match=r"Fix: top_k_prime=7 or fewer, or max_context_length=321 or more"):
         build_method("longcache", {"max_context_length": 288, "chunk_size": 8, "top_k_prime": 9})

@@ -8,8 +8,8 @@ import warnings
 from transformers import LlamaModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from lm_eval_longmem.models.runtime.cache_argument import CACHE_FIELD, cache_argument, cache_of
 from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+from lm_eval_longmem.models.runtime.cache_argument import CACHE_FIELD, cache_argument, cache_of
 
 
 def test_the_name_is_the_one_the_installed_models_declare():

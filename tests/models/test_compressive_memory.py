@@ -13,19 +13,17 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from lm_eval_longmem.models.compressive_memory import (
     GATES_FILE,
     CompressiveMemory,
-    SegmentRecurrence,
     feature_map,
     save_infini_checkpoint,
 )
 from lm_eval_longmem.models.compressive_memory.checkpoint import IncompleteCheckpointError, gates_of
+from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, UnsupportedArchitectureError
-from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 from tests.helpers.tiny_models import tiny_of_family, token_ids
 
 SEGMENT = 16
-
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +89,9 @@ def test_feature_map_is_elu_plus_one():
 def test_retrieval_maps_query_heads_to_their_kv_head():
     """GQA: 4 query heads over 2 KV heads read memories 0, 0, 1, 1 (attention's grouping)."""
     generator = torch.Generator().manual_seed(0)
-    memory = CompressiveMemory.empty(2, 3, 3).updated(torch.randn(2, 5, 3, generator=generator), torch.randn(2, 5, 3, generator=generator), "linear")
+    memory = CompressiveMemory.empty(2, 3, 3).updated(
+        torch.randn(2, 5, 3, generator=generator), torch.randn(2, 5, 3, generator=generator), "linear"
+    )
     queries = torch.randn(4, 6, 3, generator=generator)
     read = memory.retrieve(queries)
     for head in range(4):
@@ -204,7 +204,6 @@ def test_scorer_and_generator_agree(tiny):
     assert scored[1] and scored.num_correct == len(generated)
 
 
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_infini_scoring_on_cuda_equals_the_cpu(tiny_model_dir):
     """The recurrence on a GPU, in fp32 and bf16 (the memory itself stays fp32), against the CPU."""
@@ -236,8 +235,15 @@ def test_other_llama_family_models(family):
 def test_multi_query_and_multi_head_models():
     for kv_heads in (1, 4):
         torch.manual_seed(0)
-        config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                             num_attention_heads=4, num_key_value_heads=kv_heads, max_position_embeddings=128)
+        config = LlamaConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=kv_heads,
+            max_position_embeddings=128,
+        )
         rec = recurrence(LlamaForCausalLM(config).eval())
         assert torch.isfinite(logits_of(rec, token_ids(2 * SEGMENT + 1, seed=8))).all()
         assert rec.memories[0].matrix.shape == (kv_heads, 8, 8) and gates_of(rec.decoder.model).beta.shape == (1, 4)
@@ -262,10 +268,17 @@ def test_checkpoint_round_trip(tiny_model_dir, tmp_path):
     method = infini(model, update="delta")
     with torch.no_grad():
         gates_of(model).beta.copy_(torch.randn(2, 4, generator=torch.Generator().manual_seed(0)))
-    directory = save_infini_checkpoint(model, tmp_path / "ckpt", method.args, AutoTokenizer.from_pretrained(tiny_model_dir))
+    directory = save_infini_checkpoint(
+        model, tmp_path / "ckpt", method.args, AutoTokenizer.from_pretrained(tiny_model_dir)
+    )
     recorded = json.loads((directory / "config.json").read_text())
     assert recorded["longmem_method"] == "infini"
-    assert recorded["longmem_method_args"] == {"segment_length": SEGMENT, "update": "delta", "beta_init": -4.0, "read_memory": True}
+    assert recorded["longmem_method_args"] == {
+        "segment_length": SEGMENT,
+        "update": "delta",
+        "beta_init": -4.0,
+        "read_memory": True,
+    }
     assert (directory / GATES_FILE).is_file() and gates_of(model) is not None  # still attached after saving
 
     lm = LongMemLM(pretrained=str(directory), device="cpu")  # no method=
@@ -312,8 +325,15 @@ def test_gradients_reach_the_gates_and_flow_through_the_memory():
     """Training runs the same loop with gradients: the second segment's output depends on the
     first segment only through the memory, and its gradient reaches that memory and the gates."""
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
     model = LlamaForCausalLM(config)
     rec = recurrence(model)
     ids = token_ids(2 * SEGMENT, seed=9)

@@ -23,7 +23,9 @@ def test_smollm2_first_segment_is_the_base_model_and_bf16_memory_stays_finite():
         method.prepare_model(model)
         recurrence = method.make_scorer(model).start_sequence()
         with torch.no_grad():
-            logits = torch.cat([recurrence.decoder.logits(recurrence.feed(ids[i : i + 64])) for i in range(0, len(ids), 64)])
+            logits = torch.cat(
+                [recurrence.decoder.logits(recurrence.feed(ids[i : i + 64])) for i in range(0, len(ids), 64)]
+            )
             if dtype == torch.float32:
                 reference = model(torch.tensor([ids[:64]])).logits[0]
                 assert torch.allclose(logits[:64], reference, atol=1e-3)

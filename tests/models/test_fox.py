@@ -221,6 +221,7 @@ def test_full_gate_bias_starts_at_zero():
 
 # --- parameter names of the released checkpoints --------------------------------------------
 
+
 # Read from the official modeling_forgetting_transformer.py (ForgettingAttentionLayer,
 # ShiftLinear, ForgettingTransformerMLP/Block/Model/ForCausalLM; fla-style RMSNorm/GroupNorm with
 # a single `weight`, no bias) and modeling_transformer.py (same names, no gate): per-block names
@@ -356,14 +357,26 @@ def test_generate_adopts_an_empty_dynamic_cache_and_reuses_it_after_crop():
     cache = DynamicCache(config=model.config)
     with torch.no_grad():
         ids = torch.tensor([first])
-        model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=cache,
-                       max_new_tokens=4, do_sample=False, pad_token_id=0)
+        model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            past_key_values=cache,
+            max_new_tokens=4,
+            do_sample=False,
+            pad_token_id=0,
+        )
         # (cache_is_croppable: transformers 5.2 has no `DynamicCache.is_croppable`, 5.24 has)
         assert cache.get_seq_length() == len(first) + 3 and cache_is_croppable(cache)
         cache.crop(4 - cache.get_seq_length())
         ids = torch.tensor([second])
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=cache,
-                             max_new_tokens=5, do_sample=False, pad_token_id=0)
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            past_key_values=cache,
+            max_new_tokens=5,
+            do_sample=False,
+            pad_token_id=0,
+        )
     assert out[0, len(second) :].tolist() == greedy_by_recomputation(model, second, 5)
 
 

@@ -8,23 +8,37 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from lm_eval_longmem.cli import main
+from lm_eval_longmem.harness.run_name import run_folder_name
+from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
+from lm_eval_longmem.report.discovery import collect_runs
+from lm_eval_longmem.report.leaderboard import build_leaderboard
 from tests.helpers.figures import legend_texts, saved  # noqa: F401 (saved: a fixture)
 from tests.helpers.fox_fixtures import json_tokenizer
 from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
 
-from lm_eval_longmem.cli import main
-from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
-from lm_eval_longmem.report.discovery import collect_runs
-from lm_eval_longmem.report.leaderboard import build_leaderboard
-from lm_eval_longmem.harness.run_name import run_folder_name
-
 RECIPES = Path(__file__).resolve().parents[2] / "training" / "recipes"
 OFFICIAL = {  # the switches of the released checkpoints, by their names
-    "fox-pro": dict(fgate_type="full", use_rope=False, use_output_gate=True, use_output_norm=True, qk_norm=True,
-                    use_k_shift=True, use_v_shift=True),
+    "fox-pro": dict(
+        fgate_type="full",
+        use_rope=False,
+        use_output_gate=True,
+        use_output_norm=True,
+        qk_norm=True,
+        use_k_shift=True,
+        use_v_shift=True,
+    ),
     "fox-llama": dict(fgate_type="full", use_rope=False),
-    "transformer-pro": dict(fgate_type="none", use_rope=True, use_output_gate=True, use_output_norm=True,
-                            qk_norm=True, use_k_shift=True, use_v_shift=True),
+    "transformer-pro": dict(
+        fgate_type="none",
+        use_rope=True,
+        use_output_gate=True,
+        use_output_norm=True,
+        qk_norm=True,
+        use_k_shift=True,
+        use_v_shift=True,
+    ),
     "transformer-llama": dict(fgate_type="none", use_rope=True),
 }
 
@@ -41,8 +55,14 @@ def export_like_training(recipe: str, root: Path) -> Path:
     tokenizer = json_tokenizer(root / recipe / "bpe")
     fields = yaml.safe_load((RECIPES / f"{recipe}.yaml").read_text())["model_config"]
     end = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = AutoConfig.for_model(fields.pop("model_type"), **fields, vocab_size=len(tokenizer),
-                                  max_position_embeddings=256, bos_token_id=end, eos_token_id=end)
+    config = AutoConfig.for_model(
+        fields.pop("model_type"),
+        **fields,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=256,
+        bos_token_id=end,
+        eos_token_id=end,
+    )
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -88,7 +108,8 @@ def test_the_results_config_names_the_architecture(results_configs):
 def test_run_folders_differ_by_architecture(exports):
     assert run_folder_name(f"pretrained={exports['tiny-fox']}") == "tiny-fox__export__fox__architecture-fox-pro"
     assert run_folder_name({"pretrained": str(exports["tiny-transformer"]), "method": "fox"}) == (
-        "tiny-transformer__export__fox__architecture-transformer-pro")
+        "tiny-transformer__export__fox__architecture-transformer-pro"
+    )
 
 
 @pytest.fixture
@@ -96,9 +117,13 @@ def fox_and_transformer_results(exports, results_configs, tmp_path) -> Path:
     """One forgetting-curve results file per export, as `lm_eval --model longmem` writes them."""
     for recipe, path in exports.items():
         info = results_configs[recipe]
-        data = lm_eval_results({"forgetting_curve": forgetting_metrics([8, 64, 256], [1.0, 0.9, 0.2], fine=8, coarse=64)},
-                               method="fox", method_args=info["longmem_method_args"],
-                               model_args={"pretrained": str(path)}, pretrained=str(path))
+        data = lm_eval_results(
+            {"forgetting_curve": forgetting_metrics([8, 64, 256], [1.0, 0.9, 0.2], fine=8, coarse=64)},
+            method="fox",
+            method_args=info["longmem_method_args"],
+            model_args={"pretrained": str(path)},
+            pretrained=str(path),
+        )
         write(tmp_path / "out" / run_folder_name(f"pretrained={path}") / "results_2026-01-01T00-00-00.json", data)
     return tmp_path / "out"
 
@@ -107,15 +132,27 @@ def test_leaderboard_rows_differ_by_architecture(fox_and_transformer_results, ca
     assert main(["leaderboard", str(fox_and_transformer_results)]) == 0
     rows = table_rows(capsys.readouterr().out)
     assert [(row["method"], row["arguments"]) for row in rows] == [
-        ("fox", "architecture=fox-pro"), ("fox", "architecture=transformer-pro")]
+        ("fox", "architecture=fox-pro"),
+        ("fox", "architecture=transformer-pro"),
+    ]
     board = build_leaderboard(collect_runs([fox_and_transformer_results]).runs)
     assert len({row.run.identity for row in board.rows}) == 2
 
 
 @pytest.mark.parametrize("overlay", [False, True], ids=["panels", "overlay"])
 def test_figures_name_the_architecture_and_each_model(fox_and_transformer_results, tmp_path, saved, overlay):  # noqa: F811
-    assert main(["plot", str(fox_and_transformer_results), "-o", str(tmp_path / "fc.png"),
-                 *(["--overlay"] if overlay else [])]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(fox_and_transformer_results),
+                "-o",
+                str(tmp_path / "fc.png"),
+                *(["--overlay"] if overlay else []),
+            ]
+        )
+        == 0
+    )
     (fig,) = saved
     if overlay:
         (ax,) = fig.axes

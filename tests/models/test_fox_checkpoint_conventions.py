@@ -2,12 +2,11 @@
 selection by architecture, and clear errors for methods that do not apply."""
 
 import pytest
-from tests.helpers.fox_fixtures import json_tokenizer
 
 from lm_eval_longmem.models.fox.compatibility import (
-    ArchitectureMismatchError,
     FOX_MODEL_TYPE,
     TRANSFORMER_BASELINE_MODEL_TYPE,
+    ArchitectureMismatchError,
     check_method_fits,
 )
 from lm_eval_longmem.models.fox.json_gpt2_tokenizer import json_escape, json_unescape
@@ -15,12 +14,14 @@ from lm_eval_longmem.models.method_framework.bounded_cache_family import Bounded
 from lm_eval_longmem.models.method_framework.recorded import recorded_method
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod
 from lm_eval_longmem.models.method_registry import available_methods, build_method, get_method
+from tests.helpers.fox_fixtures import json_tokenizer
 
 # What each method says it needs of the architecture, read from the methods themselves, so that a
 # new method is checked against FoX without editing this file.
 ROPE_METHODS = [name for name, cls in available_methods().items() if cls.rewrites_rope]
-OTHER_METHODS = [name for name, cls in available_methods().items()
-                 if not cls.rewrites_rope and not cls.needs_fox_checkpoint]
+OTHER_METHODS = [
+    name for name, cls in available_methods().items() if not cls.rewrites_rope and not cls.needs_fox_checkpoint
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def test_escape_is_json_dumps_without_quotes_and_unescape_inverts_it():
     assert json_escape(text) == 'line one\\nsaid \\"hi\\"\\tcaf\\u00e9 \\\\ \\ud834\\udd1e'
     assert json_unescape(json_escape(text)) == text
     # A decode cut inside an escape (streaming, stop strings) is read as far as it goes.
-    assert json_unescape("ab\\u00") .startswith("ab")
+    assert json_unescape("ab\\u00").startswith("ab")
 
 
 def test_text_is_escaped_before_bpe_and_unescaped_after(tokenizer):
@@ -54,13 +55,16 @@ def test_bos_is_prepended_as_the_released_models_were_trained(tokenizer):
 def test_batches_are_escaped_too(tokenizer):
     tokenizer.pad_token = tokenizer.eos_token
     batch = tokenizer(["a\n", "b"], add_special_tokens=False, padding="longest")
-    assert [tokenizer.decode([t for t, m in zip(ids, mask) if m]) for ids, mask in
-            zip(batch["input_ids"], batch["attention_mask"])] == ["a\n", "b"]
+    assert [
+        tokenizer.decode([t for t, m in zip(ids, mask) if m])
+        for ids, mask in zip(batch["input_ids"], batch["attention_mask"])
+    ] == ["a\n", "b"]
 
 
 def test_saved_tokenizer_is_found_by_name_through_autotokenizer(tokenizer, tmp_path):
-    import lm_eval_longmem.models.fox  # noqa: F401  (registers FoX with the Auto classes)
     from transformers import AutoTokenizer
+
+    import lm_eval_longmem.models.fox  # noqa: F401  (registers FoX with the Auto classes)
 
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
@@ -73,7 +77,10 @@ def test_a_fox_family_checkpoint_selects_method_fox(model_type):
     assert recorded_method({"model_type": model_type}) == ("fox", {})
     assert recorded_method({"model_type": "llama"}) is None
     # A method recorded by the training module still wins.
-    assert recorded_method({"model_type": model_type, "longmem_method": "fox", "longmem_method_args": {}}) == ("fox", {})
+    assert recorded_method({"model_type": model_type, "longmem_method": "fox", "longmem_method_args": {}}) == (
+        "fox",
+        {},
+    )
 
 
 def test_method_fox_on_another_architecture_says_how_to_get_a_checkpoint():

@@ -2,12 +2,12 @@
 
 import pytest
 import torch
-from tests.helpers.generation_requests import GREEDY, request
 
-from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, UnknownModelArgumentError
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator, common_prefix_length
 from lm_eval_longmem.models.runtime.requests import TokenText
+from tests.helpers.generation_requests import GREEDY, request
 
 SHARED = "the king of the sea and the old ship were in the house at night and the river was dark"
 QUESTIONS = ["who was the king", "what was dark", "the gold stone", "who was the king of the sea", "water"]
@@ -32,8 +32,12 @@ def hf_greedy(lm, context, max_new_tokens):
     ids = torch.tensor([lm.tok_encode(context)])
     with torch.no_grad():
         out = lm.model.generate(
-            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
-            pad_token_id=lm.tokenizer.pad_token_id, eos_token_id=lm.eot_token_id,
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=lm.tokenizer.pad_token_id,
+            eos_token_id=lm.eot_token_id,
         )
     return lm.tok_decode(out[0, ids.shape[1] :].tolist())
 
@@ -136,7 +140,9 @@ def test_cache_hook_gets_every_request(lm):
 
 def test_too_long_prompt_is_refused_not_truncated(lm):
     long_context = " ".join(["sea"] * 125)  # 125 tokens + 6 new > 128
-    with pytest.raises(ContextTooLongError, match=r"(?s)task_x, doc 0.*125 tokens.*up to 6 new.*128 tokens.*max_gen_toks"):
+    with pytest.raises(
+        ContextTooLongError, match=r"(?s)task_x, doc 0.*125 tokens.*up to 6 new.*128 tokens.*max_gen_toks"
+    ):
         lm.generate_until([request(prompts()[0]), request(long_context)])
     (ok,) = lm.generate_until([request(" ".join(["sea"] * 122))])  # 122 + 6 fits exactly
     assert isinstance(ok, str)
@@ -167,14 +173,18 @@ def test_sampling_options_reach_the_generator(lm, monkeypatch):
             return []
 
     monkeypatch.setattr(lm.longmem_method, "make_generator", lambda model, tokenizer: Record())
-    lm.generate_until([request("sea", {"until": [], "max_gen_toks": 4, "do_sample": True, "temperature": 0.7, "top_p": 0.9})])
+    lm.generate_until(
+        [request("sea", {"until": [], "max_gen_toks": 4, "do_sample": True, "temperature": 0.7, "top_p": 0.9})]
+    )
     assert seen == [{"do_sample": True, "temperature": 0.7, "top_p": 0.9}]
 
 
 def test_reuse_prefix_is_validated_and_listed(tiny_model_dir):
     with pytest.raises(ValueError, match="reuse_prefix='maybe'"):
         LongMemLM(pretrained=str(tiny_model_dir), device="cpu", reuse_prefix="maybe")
-    with pytest.raises(UnknownModelArgumentError, match=r"Wrapper arguments: method, reuse_prefix \(bool, default True"):
+    with pytest.raises(
+        UnknownModelArgumentError, match=r"Wrapper arguments: method, reuse_prefix \(bool, default True"
+    ):
         LongMemLM(pretrained=str(tiny_model_dir), device="cpu", reuse_prefx=False)
 
 
@@ -183,8 +193,15 @@ def test_results_file_records_reuse(lm, lm_fresh):
     assert lm_fresh.get_model_info()["longmem_reuse_prefix"] is False
 
 
-@pytest.mark.parametrize("method_args", [{"method": "dynamic_ntk", "factor": 2}, {"method": "statedclm"},
-                                         {"method": "streamingllm"}, {"method": "infini", "segment_length": 8}])
+@pytest.mark.parametrize(
+    "method_args",
+    [
+        {"method": "dynamic_ntk", "factor": 2},
+        {"method": "statedclm"},
+        {"method": "streamingllm"},
+        {"method": "infini", "segment_length": 8},
+    ],
+)
 def test_results_file_says_no_reuse_where_the_method_re_encodes_every_prompt(tiny_model_dir, method_args):
     """reuse_prefix=true (the default) was recorded as given, though these methods never reuse."""
     lm_method = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", **method_args)
@@ -193,8 +210,11 @@ def test_results_file_says_no_reuse_where_the_method_re_encodes_every_prompt(tin
 
 @pytest.mark.parametrize(
     "method_args",
-    [{"method": "self_extend", "window": 4, "group": 2}, {"method": "lm_infinite", "global_tokens": 2, "local_window": 8},
-     {"method": "yarn", "factor": 2}],
+    [
+        {"method": "self_extend", "window": 4, "group": 2},
+        {"method": "lm_infinite", "global_tokens": 2, "local_window": 8},
+        {"method": "yarn", "factor": 2},
+    ],
 )
 def test_rope_methods_give_the_same_answers_with_and_without_prefix_reuse(tiny_model_dir, method_args):
     """Windows shorter than the shared prefix: the reused cache must hold the same keys."""

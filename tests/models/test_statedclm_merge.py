@@ -24,7 +24,9 @@ def cache_of(keys, values=None, counts=None):
 
 
 def test_merge_is_a_fisher_weighted_average_per_element():
-    cache = cache_of([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]], values=[[2.0, 2.0], [6.0, -2.0], [7.0, 7.0]], counts=[1, 2, 1])
+    cache = cache_of(
+        [[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]], values=[[2.0, 2.0], [6.0, -2.0], [7.0, 7.0]], counts=[1, 2, 1]
+    )
     key_grad = torch.tensor([[[1.0, 0.0], [1.0, 2.0], [9.0, 9.0]]])
     value_grad = torch.tensor([[[3.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
     merged = fisher_merge(cache, torch.tensor([True, False]), key_grad, value_grad)
@@ -49,7 +51,9 @@ def test_merge_without_information_is_the_plain_average_and_runs_merge_into_one(
 def test_unmerged_entries_stay_bit_identical():
     torch.manual_seed(0)
     cache = LayerCache(torch.randn(2, 6, 4), torch.randn(2, 6, 4), torch.ones(6))
-    merged = fisher_merge(cache, torch.tensor([False, False, True, False, False]), torch.randn(2, 6, 4), torch.randn(2, 6, 4))
+    merged = fisher_merge(
+        cache, torch.tensor([False, False, True, False, False]), torch.randn(2, 6, 4), torch.randn(2, 6, 4)
+    )
     assert torch.equal(merged.keys[:, :2], cache.keys[:, :2]) and torch.equal(merged.keys[:, 3:], cache.keys[:, 4:])
 
 
@@ -60,7 +64,9 @@ def test_a_merged_pair_of_identical_entries_attends_like_the_two_originals():
     v = torch.randn(2, 4, 8)
     k[:, 2], v[:, 2] = k[:, 1], v[:, 1]  # entries 1 and 2 identical
     original = count_weighted_attention(q, k, v, torch.zeros(3, 4), scale=0.3)
-    merged = fisher_merge(LayerCache(k, v, torch.ones(4)), torch.tensor([False, True, False]), torch.randn_like(k), torch.randn_like(v))
+    merged = fisher_merge(
+        LayerCache(k, v, torch.ones(4)), torch.tensor([False, True, False]), torch.randn_like(k), torch.randn_like(v)
+    )
     assert torch.allclose(merged.keys[:, 1], k[:, 1], atol=1e-6) and merged.counts.tolist() == [1.0, 2.0, 1.0]
     bias = merged.log_counts[None, :].expand(3, -1)  # eq. 17: + log cnt
     compressed = count_weighted_attention(q, merged.keys, merged.values, bias, scale=0.3)

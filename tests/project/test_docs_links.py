@@ -42,7 +42,7 @@ def _lines_outside_fences(text: str):
                 continue
             yield number, line
         elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-            if not line[m.end():].strip():
+            if not line[m.end() :].strip():
                 fence = None
 
 
@@ -92,11 +92,11 @@ def broken_links(files: list[Path], root: Path = ROOT) -> list[str]:
             if not anchor:
                 continue
             if resolved.is_dir() or resolved.suffix.lower() != ".md":
-                problems.append(f"{where}:{number}: {target}: #{anchor} on something that is "
-                                "not a Markdown file")
+                problems.append(f"{where}:{number}: {target}: #{anchor} on something that is not a Markdown file")
             elif anchor not in anchors(resolved):
-                problems.append(f"{where}:{number}: {target}: no heading of "
-                                f"{resolved.relative_to(root)} has the slug '{anchor}'")
+                problems.append(
+                    f"{where}:{number}: {target}: no heading of {resolved.relative_to(root)} has the slug '{anchor}'"
+                )
     return problems
 
 
@@ -108,7 +108,8 @@ def test_relative_links_in_readme_and_docs_resolve():
 def test_readme_stays_a_front_door():
     lines = len(README.read_text(encoding="utf-8").splitlines())
     assert lines <= README_MAX_LINES, (
-        f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail into docs/")
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail into docs/"
+    )
 
 
 def test_ci_runs_the_test_command_the_readme_shows():
@@ -116,17 +117,21 @@ def test_ci_runs_the_test_command_the_readme_shows():
     m = re.search(r"^\| set up and run the tests \| `([^`]+)` \|$", text, re.M)
     assert m, "README.md's 'The two commands' table has no 'set up and run the tests' row"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert m.group(1) in (line.strip() for line in ci), (
-        f".ci/run does not run the README's test command {m.group(1)!r}")
+    assert m.group(1) in (line.strip() for line in ci), f".ci/run does not run the README's test command {m.group(1)!r}"
 
 
 # The checker itself, on small made-up pages.
 
+
 def test_slug_follows_githubs_rule():
-    assert slug("Bounded KV caches: `statedclm`, `streamingllm`, `longcache`") == \
-        "bounded-kv-caches-statedclm-streamingllm-longcache"
-    assert slug("lm-eval's own long tasks through `longmem` (RULER, LongBench)") == \
-        "lm-evals-own-long-tasks-through-longmem-ruler-longbench"
+    assert (
+        slug("Bounded KV caches: `statedclm`, `streamingllm`, `longcache`")
+        == "bounded-kv-caches-statedclm-streamingllm-longcache"
+    )
+    assert (
+        slug("lm-eval's own long tasks through `longmem` (RULER, LongBench)")
+        == "lm-evals-own-long-tasks-through-longmem-ruler-longbench"
+    )
     assert slug("Infini-attention: `method=infini`") == "infini-attention-methodinfini"
     assert slug("Task: `longmem_passkey`") == "task-longmem_passkey"
 
@@ -143,7 +148,9 @@ def test_checker_reports_each_broken_link_with_file_and_line(tmp_path):
         "[gone](docs/b.md)\n"
         "[bad anchor](docs/a.md#nope) [self](#nope)\n"
         "[out](../elsewhere.md)\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     problems = broken_links([page], root=tmp_path)
-    assert [p.split(": ")[0] for p in problems] == [
-        "README.md:7", "README.md:8", "README.md:8", "README.md:9"], problems
+    assert [p.split(": ")[0] for p in problems] == ["README.md:7", "README.md:8", "README.md:8", "README.md:9"], (
+        problems
+    )

@@ -52,6 +52,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 # --- reading Markdown --------------------------------------------------------------------------
 
+
 def lines_outside_fences(text: str):
     """(line number, line) for every line outside fenced code blocks."""
     fence = None
@@ -62,7 +63,7 @@ def lines_outside_fences(text: str):
                 fence = m.group(1)
                 continue
             yield number, line
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
             fence = None
 
 
@@ -124,8 +125,9 @@ def tables(page: str, text: str) -> list[Table]:
     return found
 
 
-def find_table(pages: Mapping[str, str], page: str, first_header: str, heading: str | None = None,
-               second_header: str | None = None) -> Table:
+def find_table(
+    pages: Mapping[str, str], page: str, first_header: str, heading: str | None = None, second_header: str | None = None
+) -> Table:
     """The table of `page` whose header starts with `first_header` (and `second_header`), under a
     heading that starts with `heading` when given. Fails, naming what was looked for, when none is."""
     for table in tables(page, pages[page]):
@@ -136,8 +138,10 @@ def find_table(pages: Mapping[str, str], page: str, first_header: str, heading: 
             continue
         return table
     under = f" under '{heading}'" if heading else ""
-    pytest.fail(f"{page} has no table whose header starts with '{first_header}'{under}: the docs-sync "
-                "check reads that table (restore it, or update tests/project/test_docs_sync.py)")
+    pytest.fail(
+        f"{page} has no table whose header starts with '{first_header}'{under}: the docs-sync "
+        "check reads that table (restore it, or update tests/project/test_docs_sync.py)"
+    )
 
 
 def names_in(cell: str) -> list[str]:
@@ -202,17 +206,27 @@ def bullets(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return items
 
 
-def compare(kind: str, expected: Iterable[str], listed: Mapping[str, int], where: str, source: str,
-            fix: str = "add a row for it") -> list[str]:
+def compare(
+    kind: str,
+    expected: Iterable[str],
+    listed: Mapping[str, int],
+    where: str,
+    source: str,
+    fix: str = "add a row for it",
+) -> list[str]:
     """A problem for each expected name that is not listed, and for each listed name that is not expected."""
     expected = list(expected)
     problems = [f"{kind} `{name}` is missing from {where}: {fix}" for name in expected if name not in listed]
-    problems += [f"{where} (line {line}) lists `{name}`, which is no {kind} of {source}: remove the row or fix "
-                 "the name" for name, line in listed.items() if name not in expected]
+    problems += [
+        f"{where} (line {line}) lists `{name}`, which is no {kind} of {source}: remove the row or fix the name"
+        for name, line in listed.items()
+        if name not in expected
+    ]
     return problems
 
 
 # --- the checks --------------------------------------------------------------------------------
+
 
 def method_problems(methods: Iterable[str], pages: Mapping[str, str]) -> list[str]:
     methods = list(methods)
@@ -227,19 +241,25 @@ def method_problems(methods: Iterable[str], pages: Mapping[str, str]) -> list[st
         link = _LINK.search(item)
         page = resolve(INDEX, link.group(2).partition("#")[0]) if link else ""
         if page.startswith(METHOD_PAGES):
-            index_lists[page] = (number, [n for n in names_in(item[link.end():]) if _NAME.match(n)])
+            index_lists[page] = (number, [n for n in names_in(item[link.end() :]) if _NAME.match(n)])
     for page in sorted(p for p in pages if p.startswith(METHOD_PAGES)):
         if page not in index_lists:
-            problems.append(f"{page} is not linked from {INDEX}'s list under '## The model and its methods': "
-                            "add a bullet linking it, followed by the methods it describes in backticks")
+            problems.append(
+                f"{page} is not linked from {INDEX}'s list under '## The model and its methods': "
+                "add a bullet linking it, followed by the methods it describes in backticks"
+            )
     for page, (number, listed) in index_lists.items():
         for name in listed:
             if name not in methods:
-                problems.append(f"{INDEX} (line {number}) lists `{name}` for {page}, which is no method of {source}: "
-                                "remove it or fix the name")
+                problems.append(
+                    f"{INDEX} (line {number}) lists `{name}` for {page}, which is no method of {source}: "
+                    "remove it or fix the name"
+                )
             elif page in pages and not names_the(pages[page], name):
-                problems.append(f"{INDEX} (line {number}) lists `{name}` for {page}, but that page never names "
-                                f"`{name}`: describe it there or list it beside its own page")
+                problems.append(
+                    f"{INDEX} (line {number}) lists `{name}` for {page}, but that page never names "
+                    f"`{name}`: describe it there or list it beside its own page"
+                )
 
     for number, cells in readme.rows:
         for name in names_in(cells[0]):
@@ -247,16 +267,22 @@ def method_problems(methods: Iterable[str], pages: Mapping[str, str]) -> list[st
                 continue
             targets = [resolve(README, target) for _, target in links_in(cells[-1])]
             if not targets:
-                problems.append(f"{readme.describe()}: the row of `{name}` (line {number}) links no docs page in "
-                                "its last cell: link the page that describes it")
+                problems.append(
+                    f"{readme.describe()}: the row of `{name}` (line {number}) links no docs page in "
+                    "its last cell: link the page that describes it"
+                )
                 continue
             page = targets[0]
             if page in pages and not names_the(pages[page], name):
-                problems.append(f"{readme.describe()}: `{name}` links {page} (line {number}), which never names "
-                                f"`{name}`: describe it there or link its own page")
+                problems.append(
+                    f"{readme.describe()}: `{name}` links {page} (line {number}), which never names "
+                    f"`{name}`: describe it there or link its own page"
+                )
             if page.startswith(METHOD_PAGES) and name not in index_lists.get(page, (0, []))[1]:
-                problems.append(f"method `{name}` is missing from {INDEX}'s bullet for {page} (under '## The model "
-                                f"and its methods'): add `{name}` to the names it lists")
+                problems.append(
+                    f"method `{name}` is missing from {INDEX}'s bullet for {page} (under '## The model "
+                    f"and its methods'): add `{name}` to the names it lists"
+                )
     return problems
 
 
@@ -272,19 +298,28 @@ def task_problems(tasks: Iterable[str], group: str, members: Iterable[str], page
             for name in names_in(text):
                 index_pages[name] = (number, resolve(INDEX, target))
     where = f"{INDEX}'s list under '## Tasks'"
-    problems += compare("task", expected, {name: line for name, (line, _) in index_pages.items()}, where, source,
-                        fix=f"add a bullet linking its page in {TASK_PAGES}")
+    problems += compare(
+        "task",
+        expected,
+        {name: line for name, (line, _) in index_pages.items()},
+        where,
+        source,
+        fix=f"add a bullet linking its page in {TASK_PAGES}",
+    )
     for name, (number, page) in index_pages.items():
         if name not in expected:
             continue
         if not page.startswith(TASK_PAGES):
-            problems.append(f"{where} (line {number}) links `{name}` to {page}: each task has its own page in "
-                            f"{TASK_PAGES}")
+            problems.append(
+                f"{where} (line {number}) links `{name}` to {page}: each task has its own page in {TASK_PAGES}"
+            )
         elif page not in pages:
             problems.append(f"{where} (line {number}) links `{name}` to {page}, which does not exist: write it")
         elif name not in names_in(title(pages[page])):
-            problems.append(f"{page}'s title does not name `{name}` ({where} links it there, line {number}): "
-                            f"put `{name}` in its first heading")
+            problems.append(
+                f"{page}'s title does not name `{name}` ({where} links it there, line {number}): "
+                f"put `{name}` in its first heading"
+            )
     linked = {page for _, page in index_pages.values()}
     for page in sorted(p for p in pages if p.startswith(TASK_PAGES)):
         if page not in linked:
@@ -294,44 +329,52 @@ def task_problems(tasks: Iterable[str], group: str, members: Iterable[str], page
         for name in names_in(cells[0]):
             targets = [resolve(README, target) for _, target in links_in(cells[-1])]
             if name in index_pages and (not targets or targets[0] != index_pages[name][1]):
-                problems.append(f"{readme.describe()}: the row of `{name}` (line {number}) links "
-                                f"{targets[0] if targets else 'no page'}, {INDEX} links {index_pages[name][1]}: "
-                                "link the task's own page in both")
+                problems.append(
+                    f"{readme.describe()}: the row of `{name}` (line {number}) links "
+                    f"{targets[0] if targets else 'no page'}, {INDEX} links {index_pages[name][1]}: "
+                    "link the task's own page in both"
+                )
 
     group_page = index_pages.get(group, (0, ""))[1]
     if group_page in pages:
         for member in members:
             if not names_the(pages[group_page], member):
-                problems.append(f"{group_page} does not name `{member}`, a member of the `{group}` group "
-                                "(tasks/longmem/longmem.yaml): add it to the members it lists")
+                problems.append(
+                    f"{group_page} does not name `{member}`, a member of the `{group}` group "
+                    "(tasks/longmem/longmem.yaml): add it to the members it lists"
+                )
     return problems
 
 
 def approach_problems(approaches: Iterable[str], pages: Mapping[str, str]) -> list[str]:
     table = find_table(pages, TRAINING, "approach")
-    return compare("training approach", list(approaches), first_cell_names(table), table.describe(),
-                   "available_approaches()")
+    return compare(
+        "training approach", list(approaches), first_cell_names(table), table.describe(), "available_approaches()"
+    )
 
 
 def recipe_problems(recipes: Mapping[str, str], pages: Mapping[str, str]) -> list[str]:
     """`recipes`: each shipped recipe's name -> the approach its YAML sets."""
     table = find_table(pages, TRAINING, "recipe", second_header="approach")
-    problems = compare("recipe", list(recipes), first_cell_names(table), table.describe(),
-                       "training/recipes/*.yaml")
+    problems = compare("recipe", list(recipes), first_cell_names(table), table.describe(), "training/recipes/*.yaml")
     for number, cells in table.rows:
         approaches = names_in(cells[1]) if len(cells) > 1 else []
         for name in names_in(cells[0]):
             if name not in recipes:
                 continue
             if approaches and recipes[name] not in approaches:
-                problems.append(f"{table.describe()}: `{name}` (line {number}) is given approach "
-                                f"{', '.join(approaches)}, but training/recipes/{name}.yaml sets approach: "
-                                f"{recipes[name]}: fix the approach column")
+                problems.append(
+                    f"{table.describe()}: `{name}` (line {number}) is given approach "
+                    f"{', '.join(approaches)}, but training/recipes/{name}.yaml sets approach: "
+                    f"{recipes[name]}: fix the approach column"
+                )
             full = name.removeprefix("tiny-")
             if not approaches and recipes.get(full, recipes[name]) != recipes[name]:
-                problems.append(f"{table.describe()}: `{name}` (line {number}) takes the approach of its full "
-                                f"recipe, but training/recipes/{name}.yaml sets approach: {recipes[name]} and "
-                                f"{full}.yaml {recipes[full]}: give it a row of its own")
+                problems.append(
+                    f"{table.describe()}: `{name}` (line {number}) takes the approach of its full "
+                    f"recipe, but training/recipes/{name}.yaml sets approach: {recipes[name]} and "
+                    f"{full}.yaml {recipes[full]}: give it a row of its own"
+                )
     return problems
 
 
@@ -346,14 +389,23 @@ def kernel_problems(ops: Iterable[str], pages: Mapping[str, str]) -> list[str]:
                     documented[op.group(1)] = number
     ops = list(ops)
     where = f"{KERNELS}'s headings"
-    problems = [f"kernel op `{op}` (lm_eval_longmem/kernels/{op}/) is missing from {where}: add a section whose "
-                f"heading names `lm_eval_longmem/kernels/{op}/`" for op in ops if op not in documented]
-    problems += [f"{where} (line {line}) name `lm_eval_longmem/kernels/{op}/`, which is no op folder: remove or "
-                 "rename that section" for op, line in documented.items() if op not in ops]
+    problems = [
+        f"kernel op `{op}` (lm_eval_longmem/kernels/{op}/) is missing from {where}: add a section whose "
+        f"heading names `lm_eval_longmem/kernels/{op}/`"
+        for op in ops
+        if op not in documented
+    ]
+    problems += [
+        f"{where} (line {line}) name `lm_eval_longmem/kernels/{op}/`, which is no op folder: remove or "
+        "rename that section"
+        for op, line in documented.items()
+        if op not in ops
+    ]
     return problems
 
 
 # --- what the code has -------------------------------------------------------------------------
+
 
 def read_pages() -> dict[str, str]:
     paths = [ROOT / README, *sorted((ROOT / "docs").rglob("*.md"))]
@@ -381,8 +433,10 @@ def code_approaches() -> list[str]:
 def code_recipes() -> dict[str, str]:
     from lm_eval_longmem_training.recipe_loading import shipped_recipes
 
-    return {name: str(yaml.safe_load(path.read_text(encoding="utf-8")).get("approach"))
-            for name, path in shipped_recipes().items()}
+    return {
+        name: str(yaml.safe_load(path.read_text(encoding="utf-8")).get("approach"))
+        for name, path in shipped_recipes().items()
+    }
 
 
 def code_kernel_ops() -> list[str]:
@@ -423,23 +477,28 @@ def test_what_the_checks_read_is_really_there():
     """The checks see the real lists (a parser that read nothing would pass vacuously)."""
     pages = read_pages()
     assert {"vanilla", "yarn", "llama3", "longrope", "fox"} <= set(
-        first_cell_names(find_table(pages, MODEL, "method", second_header="arguments")))
+        first_cell_names(find_table(pages, MODEL, "method", second_header="arguments"))
+    )
     assert "longmem" in first_cell_names(find_table(pages, README, "task", heading="## Tasks"))
     assert {"tiny-pi", "infini-passkey"} <= set(
-        first_cell_names(find_table(pages, TRAINING, "recipe", second_header="approach")))
+        first_cell_names(find_table(pages, TRAINING, "recipe", second_header="approach"))
+    )
     assert "forgetting_attention" in code_kernel_ops()
 
 
 # --- each check, failing on a doctored copy -----------------------------------------------------
 
+
 def without_line(page: str, fragment: str) -> Callable[[dict[str, str]], None]:
     """Remove the one line of `page` that contains `fragment`."""
+
     def doctor(pages: dict[str, str]) -> None:
         lines = pages[page].splitlines(keepends=True)
         hits = [i for i, line in enumerate(lines) if fragment in line]
         assert len(hits) == 1, f"{fragment!r} is on {len(hits)} lines of {page}"
         del lines[hits[0]]
         pages[page] = "".join(lines)
+
     return doctor
 
 
@@ -447,17 +506,20 @@ def replaced(page: str, old: str, new: str) -> Callable[[dict[str, str]], None]:
     def doctor(pages: dict[str, str]) -> None:
         assert pages[page].count(old) == 1, f"{old!r} is not once in {page}"
         pages[page] = pages[page].replace(old, new)
+
     return doctor
 
 
 def after_line(page: str, fragment: str, new_line: str) -> Callable[[dict[str, str]], None]:
     """Insert `new_line` after the one line of `page` that contains `fragment`."""
+
     def doctor(pages: dict[str, str]) -> None:
         lines = pages[page].splitlines(keepends=True)
         hits = [i for i, line in enumerate(lines) if fragment in line]
         assert len(hits) == 1, f"{fragment!r} is on {len(hits)} lines of {page}"
         lines.insert(hits[0] + 1, new_line + "\n")
         pages[page] = "".join(lines)
+
     return doctor
 
 
@@ -474,72 +536,121 @@ def check(kind: str) -> Callable[[Mapping[str, str]], list[str]]:
 
 DOCTORED = {
     "README method row removed": (
-        "methods", without_line(README, "| `yarn` | NTK-by-parts"),
-        "method `yarn` is missing from README.md's 'method' table under '## Methods'"),
+        "methods",
+        without_line(README, "| `yarn` | NTK-by-parts"),
+        "method `yarn` is missing from README.md's 'method' table under '## Methods'",
+    ),
     "model.md method row removed": (
-        "methods", without_line(MODEL, "| `self_extend` |"),
-        "method `self_extend` is missing from docs/model.md's 'method' table"),
+        "methods",
+        without_line(MODEL, "| `self_extend` |"),
+        "method `self_extend` is missing from docs/model.md's 'method' table",
+    ),
     "one name of a shared row removed": (
-        "methods", replaced(MODEL, "| `llama3`, `longrope` |", "| `llama3` |"),
-        "method `longrope` is missing from docs/model.md's 'method' table"),
+        "methods",
+        replaced(MODEL, "| `llama3`, `longrope` |", "| `llama3` |"),
+        "method `longrope` is missing from docs/model.md's 'method' table",
+    ),
     "stale README method row": (
-        "methods", after_line(README, "| `vanilla` |", "| `warp` | a method that was removed | | [model](docs/model.md) |"),
-        "lists `warp`, which is no method of available_methods()"),
+        "methods",
+        after_line(README, "| `vanilla` |", "| `warp` | a method that was removed | | [model](docs/model.md) |"),
+        "lists `warp`, which is no method of available_methods()",
+    ),
     "method gone from its index bullet": (
-        "methods", replaced(INDEX, "[Infini-attention](methods/infini.md): `infini`.",
-                            "[Infini-attention](methods/infini.md)."),
-        "method `infini` is missing from docs/index.md's bullet for docs/methods/infini.md"),
+        "methods",
+        replaced(INDEX, "[Infini-attention](methods/infini.md): `infini`.", "[Infini-attention](methods/infini.md)."),
+        "method `infini` is missing from docs/index.md's bullet for docs/methods/infini.md",
+    ),
     "stale method in an index bullet": (
-        "methods", replaced(INDEX, "`self_extend`, `lm_infinite`.", "`self_extend`, `lm_infinite`, `warp`."),
-        "lists `warp` for docs/methods/rope.md, which is no method of available_methods()"),
+        "methods",
+        replaced(INDEX, "`self_extend`, `lm_infinite`.", "`self_extend`, `lm_infinite`, `warp`."),
+        "lists `warp` for docs/methods/rope.md, which is no method of available_methods()",
+    ),
     "method linked to a page that does not name it": (
-        "methods", replaced(README, "Munkhdalai et al. 2024, *Leave No Context Behind* | [Infini-attention](docs/methods/infini.md)",
-                            "Munkhdalai et al. 2024, *Leave No Context Behind* | [FoX](docs/methods/fox.md)"),
-        "`infini` links docs/methods/fox.md"),
+        "methods",
+        replaced(
+            README,
+            "Munkhdalai et al. 2024, *Leave No Context Behind* | [Infini-attention](docs/methods/infini.md)",
+            "Munkhdalai et al. 2024, *Leave No Context Behind* | [FoX](docs/methods/fox.md)",
+        ),
+        "`infini` links docs/methods/fox.md",
+    ),
     "method page not in the index": (
-        "methods", without_line(INDEX, "(methods/kvpress.md)"),
-        "docs/methods/kvpress.md is not linked from docs/index.md's list"),
+        "methods",
+        without_line(INDEX, "(methods/kvpress.md)"),
+        "docs/methods/kvpress.md is not linked from docs/index.md's list",
+    ),
     "README task row removed": (
-        "tasks", without_line(README, "| `longmem_topicret` |"),
-        "task `longmem_topicret` is missing from README.md's 'task' table under '## Tasks'"),
+        "tasks",
+        without_line(README, "| `longmem_topicret` |"),
+        "task `longmem_topicret` is missing from README.md's 'task' table under '## Tasks'",
+    ),
     "group row removed": (
-        "tasks", without_line(README, "| `longmem` (group) |"),
-        "task `longmem` is missing from README.md's 'task' table"),
+        "tasks",
+        without_line(README, "| `longmem` (group) |"),
+        "task `longmem` is missing from README.md's 'task' table",
+    ),
     "task gone from the index": (
-        "tasks", without_line(INDEX, "[`longmem_perplexity`](tasks/perplexity.md)"),
+        "tasks",
+        without_line(INDEX, "[`longmem_perplexity`](tasks/perplexity.md)"),
         "task `longmem_perplexity` is missing from docs/index.md's list under '## Tasks': add a bullet linking its "
-        "page in docs/tasks/"),
+        "page in docs/tasks/",
+    ),
     "task page without its name in the title": (
-        "tasks", replaced("docs/tasks/passkey.md", "# Task: `longmem_passkey`", "# Task: passkey"),
-        "docs/tasks/passkey.md's title does not name `longmem_passkey`"),
+        "tasks",
+        replaced("docs/tasks/passkey.md", "# Task: `longmem_passkey`", "# Task: passkey"),
+        "docs/tasks/passkey.md's title does not name `longmem_passkey`",
+    ),
     "README task linked to another page": (
-        "tasks", replaced(README, "L-Eval's TopicRet | [page](docs/tasks/topicret.md)",
-                          "L-Eval's TopicRet | [page](docs/tasks/passkey.md)"),
-        "links docs/tasks/passkey.md, docs/index.md links docs/tasks/topicret.md"),
+        "tasks",
+        replaced(
+            README,
+            "L-Eval's TopicRet | [page](docs/tasks/topicret.md)",
+            "L-Eval's TopicRet | [page](docs/tasks/passkey.md)",
+        ),
+        "links docs/tasks/passkey.md, docs/index.md links docs/tasks/topicret.md",
+    ),
     "group page missing a member": (
-        "tasks", replaced("docs/tasks/longmem-group.md", "`longmem_topicret` and `longmem_perplexity`",
-                          "TopicRet and `longmem_perplexity`"),
-        "docs/tasks/longmem-group.md does not name `longmem_topicret`, a member of the `longmem` group"),
+        "tasks",
+        replaced(
+            "docs/tasks/longmem-group.md",
+            "`longmem_topicret` and `longmem_perplexity`",
+            "TopicRet and `longmem_perplexity`",
+        ),
+        "docs/tasks/longmem-group.md does not name `longmem_topicret`, a member of the `longmem` group",
+    ),
     "approach row removed": (
-        "approaches", without_line(TRAINING, "| `from_scratch` | a new model"),
-        "training approach `from_scratch` is missing from docs/training.md's 'approach' table"),
+        "approaches",
+        without_line(TRAINING, "| `from_scratch` | a new model"),
+        "training approach `from_scratch` is missing from docs/training.md's 'approach' table",
+    ),
     "stale approach row": (
-        "approaches", after_line(TRAINING, "| `infini` | the base model", "| `distill` | gone | none | nothing |"),
-        "lists `distill`, which is no training approach of available_approaches()"),
+        "approaches",
+        after_line(TRAINING, "| `infini` | the base model", "| `distill` | gone | none | nothing |"),
+        "lists `distill`, which is no training approach of available_approaches()",
+    ),
     "recipe removed from a shared row": (
-        "recipes", replaced(TRAINING, "`tiny-ntk`, ", ""),
-        "recipe `tiny-ntk` is missing from docs/training.md's 'recipe' table"),
+        "recipes",
+        replaced(TRAINING, "`tiny-ntk`, ", ""),
+        "recipe `tiny-ntk` is missing from docs/training.md's 'recipe' table",
+    ),
     "stale recipe row": (
-        "recipes", replaced(TRAINING, "| `fox`, `transformer` |", "| `fox`, `transformer`, `mamba` |"),
-        "lists `mamba`, which is no recipe of training/recipes/*.yaml"),
+        "recipes",
+        replaced(TRAINING, "| `fox`, `transformer` |", "| `fox`, `transformer`, `mamba` |"),
+        "lists `mamba`, which is no recipe of training/recipes/*.yaml",
+    ),
     "recipe with the wrong approach": (
-        "recipes", replaced(TRAINING, "| `longlora` | `longlora` |", "| `longlora` | `rope_extension` |"),
-        "is given approach rope_extension, but training/recipes/longlora.yaml sets approach: longlora"),
+        "recipes",
+        replaced(TRAINING, "| `longlora` | `longlora` |", "| `longlora` | `rope_extension` |"),
+        "is given approach rope_extension, but training/recipes/longlora.yaml sets approach: longlora",
+    ),
     "kernel section renamed": (
-        "kernels", replaced(KERNELS, "(`lm_eval_longmem/kernels/forgetting_attention/`)",
-                            "(`lm_eval_longmem/kernels/fox_attention/`)"),
+        "kernels",
+        replaced(
+            KERNELS, "(`lm_eval_longmem/kernels/forgetting_attention/`)", "(`lm_eval_longmem/kernels/fox_attention/`)"
+        ),
         "kernel op `forgetting_attention` (lm_eval_longmem/kernels/forgetting_attention/) is missing from "
-        "docs/kernels.md's headings"),
+        "docs/kernels.md's headings",
+    ),
 }
 
 
@@ -556,9 +667,11 @@ def test_each_check_fails_on_a_doctored_copy_and_names_the_fix(case):
 def test_a_stale_kernel_section_and_a_missing_op_are_named():
     pages = read_pages()
     problems = kernel_problems(["forgetting_attention", "alibi_attention"], pages)
-    assert problems == ["kernel op `alibi_attention` (lm_eval_longmem/kernels/alibi_attention/) is missing from "
-                        "docs/kernels.md's headings: add a section whose heading names "
-                        "`lm_eval_longmem/kernels/alibi_attention/`"]
+    assert problems == [
+        "kernel op `alibi_attention` (lm_eval_longmem/kernels/alibi_attention/) is missing from "
+        "docs/kernels.md's headings: add a section whose heading names "
+        "`lm_eval_longmem/kernels/alibi_attention/`"
+    ]
     assert "no op folder" in kernel_problems([], pages)[0]
 
 
@@ -571,7 +684,9 @@ def test_a_tiny_recipe_whose_approach_is_not_its_full_recipes_is_named():
 def test_a_missing_table_is_named_not_passed():
     pages = read_pages()
     pages[TRAINING] = pages[TRAINING].replace("| approach | what it trains |", "| name | what it trains |")
-    with pytest.raises(pytest.fail.Exception, match="docs/training.md has no table whose header starts with 'approach'"):
+    with pytest.raises(
+        pytest.fail.Exception, match="docs/training.md has no table whose header starts with 'approach'"
+    ):
         approach_problems(code_approaches(), pages)
 
 

@@ -9,6 +9,10 @@ legends rather than trusting that a file was written.
 from __future__ import annotations
 
 import pytest
+
+from lm_eval_longmem.cli import main
+from lm_eval_longmem.errors import LongMemError, ResultsFileError
+from lm_eval_longmem.report.figures import FigureOutputError, check_output, legend_labels, wrap
 from tests.helpers.figures import legend_texts, runs_dir, saved  # noqa: F401 (runs_dir, saved: fixtures)
 from tests.helpers.results_files import (
     forgetting_metrics,
@@ -17,10 +21,6 @@ from tests.helpers.results_files import (
     perplexity_metrics,
     write,
 )
-
-from lm_eval_longmem.cli import main
-from lm_eval_longmem.errors import LongMemError, ResultsFileError
-from lm_eval_longmem.report.figures import FigureOutputError, check_output, legend_labels, wrap
 
 PNG, PDF = b"\x89PNG", b"%PDF"
 
@@ -67,7 +67,10 @@ def test_plot_trec_one_line_per_run_with_bands_inside_0_1(runs_dir, tmp_path, sa
     (fig,) = saved
     (ax,) = fig.axes
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()}
-    assert lines == {"vanilla": ([1, 10, 100], [0.05, 0.4, 0.97]), "yarn (factor=4)": ([1, 10, 100, 1000], [0.1, 0.5, 0.6, 0.7])}
+    assert lines == {
+        "vanilla": ([1, 10, 100], [0.05, 0.4, 0.97]),
+        "yarn (factor=4)": ([1, 10, 100, 1000], [0.1, 0.5, 0.6, 0.7]),
+    }
     assert legend_texts(ax) == ["vanilla", "yarn (factor=4)"]
     assert "SmolLM2-135M-Instruct" in ax.get_title()  # the shared model, once
     assert ax.get_xlabel() and ax.get_ylabel() and ax.get_xscale() == "log"
@@ -92,7 +95,9 @@ def test_plot_perplexity_with_loss_curve_panel_as_pdf(runs_dir, tmp_path, saved)
     (fig,) = saved
     ppl_ax, loss_ax = fig.axes
     assert {line.get_label(): list(line.get_ydata()) for line in ppl_ax.get_lines()} == {
-        "vanilla": [20.5, 35.25], "yarn (factor=4)": [19.0, 18.0]}
+        "vanilla": [20.5, 35.25],
+        "yarn (factor=4)": [19.0, 18.0],
+    }
     assert [line.get_label() for line in loss_ax.get_lines()] == ["vanilla"]  # only vanilla has a curve
     assert legend_texts(loss_ax) == ["vanilla", "yarn (factor=4)"]  # one legend lists every run
     assert "perplexity" in ppl_ax.get_ylabel() and "loss" in loss_ax.get_ylabel()
@@ -137,15 +142,24 @@ def test_forgetting_curve_panels_clip_bands_and_wrap_long_titles(runs_dir, tmp_p
 
 
 def test_plot_passkey_as_pdf_names_each_panel_by_method(runs_dir, tmp_path, saved):
-    write(runs_dir / "d" / "results_2026-11-23T13-00-00.json", lm_eval_results(
-        {"longmem_passkey": passkey_metrics({512: 0.0, 1024: 0.0})}, method="streamingllm",
-        method_args={"max_context_length": 256}, model_args="method=streamingllm,max_context_length=256"))
+    write(
+        runs_dir / "d" / "results_2026-11-23T13-00-00.json",
+        lm_eval_results(
+            {"longmem_passkey": passkey_metrics({512: 0.0, 1024: 0.0})},
+            method="streamingllm",
+            method_args={"max_context_length": 256},
+            model_args="method=streamingllm,max_context_length=256",
+        ),
+    )
     out = tmp_path / "pk.pdf"
     assert main(["plot-passkey", str(runs_dir), "-o", str(out)]) == 0
     assert out.read_bytes().startswith(PDF)
     (fig,) = saved
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == ["vanilla\noverall 0.75", "streamingllm\n(max_context_length=256)\noverall 0.00"]  # wrapped to the panel
+    assert titles == [
+        "vanilla\noverall 0.75",
+        "streamingllm\n(max_context_length=256)\noverall 0.00",
+    ]  # wrapped to the panel
 
 
 def test_a_bad_suffix_fails_before_reading_anything(tmp_path):
@@ -154,8 +168,12 @@ def test_a_bad_suffix_fails_before_reading_anything(tmp_path):
 
 
 def test_a_run_whose_curve_cannot_be_read_is_skipped_with_a_warning(runs_dir, tmp_path, saved, capsys):
-    broken = lm_eval_results({"forgetting_curve": {"alias": "forgetting_curve", "fine_memory_length,none": 8}},
-                             method="pi", method_args={"factor": 2.0}, model_args="method=pi,factor=2")
+    broken = lm_eval_results(
+        {"forgetting_curve": {"alias": "forgetting_curve", "fine_memory_length,none": 8}},
+        method="pi",
+        method_args={"factor": 2.0},
+        model_args="method=pi,factor=2",
+    )
     broken_file = write(runs_dir / "e" / "results_2026-11-23T14-00-00.json", broken)
     assert main(["plot", str(runs_dir), "-o", str(tmp_path / "fc.png")]) == 0
     captured = capsys.readouterr()
@@ -165,9 +183,15 @@ def test_a_run_whose_curve_cannot_be_read_is_skipped_with_a_warning(runs_dir, tm
 
 @pytest.mark.parametrize("overlay", [False, True], ids=["panels", "overlay"])
 def test_a_training_length_far_beyond_the_tested_lengths_is_named_not_drawn(tmp_path, saved, overlay):
-    write(tmp_path / "out" / "results_1.json", lm_eval_results(
-        {"forgetting_curve": forgetting_metrics([32, 64, 128, 256], [0.97, 0.94, 0.97, 0.99], fine=0, coarse=256)}))
-    assert main(["plot", str(tmp_path / "out"), "-o", str(tmp_path / "fc.png"), *(["--overlay"] if overlay else [])]) == 0
+    write(
+        tmp_path / "out" / "results_1.json",
+        lm_eval_results(
+            {"forgetting_curve": forgetting_metrics([32, 64, 128, 256], [0.97, 0.94, 0.97, 0.99], fine=0, coarse=256)}
+        ),
+    )
+    assert (
+        main(["plot", str(tmp_path / "out"), "-o", str(tmp_path / "fc.png"), *(["--overlay"] if overlay else [])]) == 0
+    )
     (ax,) = saved[0].axes
     assert "training length = 8192 (beyond the tested lengths)" in legend_texts(ax)
     assert ax.get_xlim()[1] < 1000  # the curve keeps the width of the plot

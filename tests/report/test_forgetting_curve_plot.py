@@ -108,9 +108,7 @@ def write_json(path: Path, data: dict) -> Path:
     return path
 
 
-def make_run(
-    lengths: list[int], fine: int | None, coarse: int | None, mode: str = "accuracy"
-) -> CurveRun:
+def make_run(lengths: list[int], fine: int | None, coarse: int | None, mode: str = "accuracy") -> CurveRun:
     return CurveRun(
         label="hand-made",
         mode=mode,

@@ -9,15 +9,25 @@ from lm_eval_longmem.report.results_files import load_passkey_grid
 
 
 def write_results(path, grid):
-    path.write_text(json.dumps({
-        "results": {"longmem_passkey": {"acc,none": grid["overall"], "grid,none": grid}},
-        "config": {"longmem_pretrained": "tiny", "longmem_method": "vanilla", "longmem_method_args": {}},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "results": {"longmem_passkey": {"acc,none": grid["overall"], "grid,none": grid}},
+                "config": {"longmem_pretrained": "tiny", "longmem_method": "vanilla", "longmem_method_args": {}},
+            }
+        )
+    )
     return path
 
 
-GRID = {"lengths": [512, 1024], "depths": [0, 50, 100], "accuracy": [[1.0, 0.5], [1.0, None], [0.0, 1.0]],
-        "num_samples": [[2, 2], [2, 0], [2, 2]], "overall": 0.7, "length_unit": "tokens"}
+GRID = {
+    "lengths": [512, 1024],
+    "depths": [0, 50, 100],
+    "accuracy": [[1.0, 0.5], [1.0, None], [0.0, 1.0]],
+    "num_samples": [[2, 2], [2, 0], [2, 2]],
+    "overall": 0.7,
+    "length_unit": "tokens",
+}
 
 
 def test_load_passkey_grid(tmp_path):

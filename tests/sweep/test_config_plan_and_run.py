@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers.cli_runs import BIN, run
-from tests.helpers.error_messages import assert_one_message
 
 from lm_eval_longmem.cli import sweep as sweep_cli
 from lm_eval_longmem.models.method_registry import UnknownMethodError
 from lm_eval_longmem.sweep import example_files
 from lm_eval_longmem.sweep.config import SweepConfigError, build_config, load_sweep_file
-from lm_eval_longmem.sweep.execute import failure_reason, summary
+from lm_eval_longmem.sweep.execute import failure_reason
 from lm_eval_longmem.sweep.plan import finished_results, lm_eval_command, plan_runs, records
+from tests.helpers.cli_runs import BIN, run
+from tests.helpers.error_messages import assert_one_message
 
 
 def config(**raw):
@@ -25,10 +25,17 @@ def config(**raw):
 def test_grid_expands_models_methods_settings_and_tasks(tmp_path):
     cfg = config(
         models=["default", "HuggingFaceTB/SmolLM2-135M"],
-        methods=["vanilla", {"name": "yarn", "grid": {"factor": [2, 4]}},
-                 {"name": "statedclm", "args": [{"max_context_length": 1024}, {"max_context_length": 2048}]}],
-        tasks=["forgetting_curve", "longmem_passkey"], per_task=True, output_path=str(tmp_path),
-        metadata={"fc_max_length": 512}, limit=3, device="cpu",
+        methods=[
+            "vanilla",
+            {"name": "yarn", "grid": {"factor": [2, 4]}},
+            {"name": "statedclm", "args": [{"max_context_length": 1024}, {"max_context_length": 2048}]},
+        ],
+        tasks=["forgetting_curve", "longmem_passkey"],
+        per_task=True,
+        output_path=str(tmp_path),
+        metadata={"fc_max_length": 512},
+        limit=3,
+        device="cpu",
     )
     runs = plan_runs(cfg)
     assert len(runs) == 2 * 5 * 2
@@ -96,8 +103,21 @@ def test_shipped_examples_plan(capsys):
 
 
 def test_command_line_lists_and_the_unknown_method_message(capsys):
-    assert sweep_cli.main(["--tasks", "forgetting_curve", "--methods", "vanilla", "yarn:factor=2",
-                           "--metadata", "fc_max_length=256", "--dry-run"]) == 0
+    assert (
+        sweep_cli.main(
+            [
+                "--tasks",
+                "forgetting_curve",
+                "--methods",
+                "vanilla",
+                "yarn:factor=2",
+                "--metadata",
+                "fc_max_length=256",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 run(s)" in out and "SmolLM2-135M-Instruct__yarn__factor-2" in out and "fc_max_length" in out
     assert sweep_cli.main(["--tasks", "forgetting_curve", "--methods", "yarm"]) == 2
@@ -105,7 +125,9 @@ def test_command_line_lists_and_the_unknown_method_message(capsys):
     assert "lm-eval-longmem sweep: error: Unknown method='yarm'" in err and "Traceback" not in err
 
 
-def results_file(folder: Path, model_args, tasks=("forgetting_curve",), limit=None, metadata=None, stamp="2026-01-01T00-00-00"):
+def results_file(
+    folder: Path, model_args, tasks=("forgetting_curve",), limit=None, metadata=None, stamp="2026-01-01T00-00-00"
+):
     folder.mkdir(parents=True, exist_ok=True)
     data = {
         "results": {t: {} for t in tasks},
@@ -118,8 +140,12 @@ def results_file(folder: Path, model_args, tasks=("forgetting_curve",), limit=No
 
 
 def test_done_is_read_from_the_recorded_config(tmp_path):
-    cfg = config(methods=[{"name": "yarn", "args": {"factor": 2}}], output_path=str(tmp_path),
-                 metadata={"fc_lengths": [8, 16]}, limit=2)
+    cfg = config(
+        methods=[{"name": "yarn", "args": {"factor": 2}}],
+        output_path=str(tmp_path),
+        metadata={"fc_lengths": [8, 16]},
+        limit=2,
+    )
     (run_,) = plan_runs(cfg)
     assert finished_results(run_) is None
     results_file(run_.folder, {"method": "yarn", "factor": 2}, limit=2.0, metadata={"fc_lengths": [8, 32]}, stamp="a")
@@ -127,7 +153,9 @@ def test_done_is_read_from_the_recorded_config(tmp_path):
     results_file(run_.folder, {"method": "yarn", "factor": 2}, limit=None, metadata={"fc_lengths": [8, 16]}, stamp="c")
     (run_.folder / "results_d.json").write_text("{corrupt")
     assert finished_results(run_) is None  # other metadata, other args, other limit, corrupt
-    done = results_file(run_.folder, {"factor": 2, "method": "yarn"}, limit=2.0, metadata={"fc_lengths": [8, 16]}, stamp="e")
+    done = results_file(
+        run_.folder, {"factor": 2, "method": "yarn"}, limit=2.0, metadata={"fc_lengths": [8, 16]}, stamp="e"
+    )
     assert finished_results(run_) == done
     data = json.loads(done.read_text())
     data["results"] = {"longmem_passkey": {}}
@@ -136,7 +164,10 @@ def test_done_is_read_from_the_recorded_config(tmp_path):
 
 
 def test_failure_reason_and_summary():
-    assert failure_reason("noise\nlm_eval: error: Unknown method='x'. Valid methods:\n  a\n", 1) == "Unknown method='x'. Valid methods:"
+    assert (
+        failure_reason("noise\nlm_eval: error: Unknown method='x'. Valid methods:\n  a\n", 1)
+        == "Unknown method='x'. Valid methods:"
+    )
     assert failure_reason("Traceback (most recent call last):\n  File x\nKeyError: 'boom'\n", 1) == "KeyError: 'boom'"
     assert "killed" in failure_reason("", -9)
 
@@ -171,17 +202,43 @@ def test_a_real_sweep_skips_done_runs_survives_a_failure_and_resumes(tiny_model_
     out = tmp_path / "out"
     metadata = {"fc_corpus": str(corpus_file), "fc_lengths": [8, 24], "fc_samples": 2}
     # A plain lm_eval run first: its folder is named after model and method by the hook...
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir},method=vanilla",
-         "--tasks", "forgetting_curve", "--metadata", json.dumps(metadata), "--device", "cpu", "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},method=vanilla",
+            "--tasks",
+            "forgetting_curve",
+            "--metadata",
+            json.dumps(metadata),
+            "--device",
+            "cpu",
+            "--output_path",
+            str(out),
+        ]
+    )
     plain = list(out.glob("*/results_*.json"))
     assert [p.parent.name for p in plain] == [f"{Path(tiny_model_dir).name}__vanilla"]
     # ...and the sweep recognises it as done; a run that fails (max_length below the lengths) does not stop it.
     sweep_file = tmp_path / "sweep.yaml"
-    sweep_file.write_text(json.dumps({
-        "output_path": str(out), "models": [str(tiny_model_dir)], "tasks": ["forgetting_curve"], "metadata": metadata,
-        "device": "cpu",
-        "methods": ["vanilla", {"name": "vanilla", "args": {"max_length": 16}}, {"name": "yarn", "args": {"factor": 2}}],
-    }))
+    sweep_file.write_text(
+        json.dumps(
+            {
+                "output_path": str(out),
+                "models": [str(tiny_model_dir)],
+                "tasks": ["forgetting_curve"],
+                "metadata": metadata,
+                "device": "cpu",
+                "methods": [
+                    "vanilla",
+                    {"name": "vanilla", "args": {"max_length": 16}},
+                    {"name": "yarn", "args": {"factor": 2}},
+                ],
+            }
+        )
+    )
     proc = run([str(BIN / "lm-eval-longmem"), "sweep", str(sweep_file)], check=False)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
@@ -192,8 +249,11 @@ def test_a_real_sweep_skips_done_runs_survives_a_failure_and_resumes(tiny_model_
     (yarn_results,) = out.glob("*__yarn__factor-2/results_*.json")
     data = json.loads(yarn_results.read_text())
     assert data["config"]["longmem_method_args"]["factor"] == 2 and data["results"]["forgetting_curve"]
-    assert sorted(p.name for p in out.iterdir()) == [".sweep_logs", f"{Path(tiny_model_dir).name}__vanilla",
-                                                      f"{Path(tiny_model_dir).name}__yarn__factor-2"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".sweep_logs",
+        f"{Path(tiny_model_dir).name}__vanilla",
+        f"{Path(tiny_model_dir).name}__yarn__factor-2",
+    ]
     # Resuming: only the failed run is left to do.
     cfg = build_config(json.loads(sweep_file.read_text()))
     assert [finished_results(r) is not None for r in plan_runs(cfg)] == [True, False, True]

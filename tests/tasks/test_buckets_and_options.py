@@ -13,7 +13,12 @@ def test_round_robin_covers_every_bucket_first():
 
 
 def test_forgetting_curve_lists_lengths_round_robin(tiny_model_dir, corpus_file):
-    metadata = {"pretrained": str(tiny_model_dir), "fc_corpus": str(corpus_file), "fc_lengths": [8, 16, 24], "fc_samples": 3}
+    metadata = {
+        "pretrained": str(tiny_model_dir),
+        "fc_corpus": str(corpus_file),
+        "fc_lengths": [8, 16, 24],
+        "fc_samples": 3,
+    }
     docs = list(ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": metadata}).test_docs())
     assert [d["length"] for d in docs[:3]] == [8, 16, 24] and [d["sample"] for d in docs[:3]] == [0, 0, 0]
     assert [(d["length"], d["sample"]) for d in docs[3:6]] == [(8, 1), (16, 1), (24, 1)]

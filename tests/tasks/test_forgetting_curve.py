@@ -50,7 +50,9 @@ def test_two_token_exact_requests_per_doc(tiny_model_dir, corpus_file):
     copy = copy_sequence(doc["target_ids"], 1, 2)
     lm = lm_sequence(doc["irrelevant_ids"], doc["target_ids"], 1, 2)
     assert (copy_req.idx, lm_req.idx) == (0, 1)
-    assert list(token_ids_of(copy_req.args[0])) == copy[:start] and list(token_ids_of(copy_req.args[1])) == copy[start:end]
+    assert (
+        list(token_ids_of(copy_req.args[0])) == copy[:start] and list(token_ids_of(copy_req.args[1])) == copy[start:end]
+    )
     assert list(token_ids_of(lm_req.args[0])) == lm[:start] and list(token_ids_of(lm_req.args[1])) == lm[start:end]
     assert len(token_ids_of(copy_req.args[1])) == 5  # ceil(9 / 2)
     assert copy_req.args[0].startswith("<s>")  # decoded text, for models that take strings
@@ -64,22 +66,37 @@ def test_process_results_exact_and_reduced(tiny_model_dir, corpus_file):
     assert exact["curve"] == {"length": 9, "copy": 0.8, "lm": 0.2}
     reduced = task.process_results(doc, [(-1.0, True), (-10.0, False)])
     assert reduced["copy_exact@9"] == 1.0 and reduced["lm_nll@9"] == pytest.approx(2.0)
-    assert set(exact) | set(reduced) <= set(task.aggregation()) and set(task.aggregation()) == set(task.higher_is_better())
+    assert set(exact) | set(reduced) <= set(task.aggregation()) and set(task.aggregation()) == set(
+        task.higher_is_better()
+    )
 
 
 def test_no_runnable_length_is_reported_before_any_work(tiny_model_dir, corpus_file):
     """An explicit max_length caps the inputs; when no length fits it, nothing starts."""
-    metadata = {"pretrained": str(tiny_model_dir), "max_length": 100, "fc_corpus": str(corpus_file), "fc_lengths": [60, 64]}
+    metadata = {
+        "pretrained": str(tiny_model_dir),
+        "max_length": 100,
+        "fc_corpus": str(corpus_file),
+        "fc_lengths": [60, 64],
+    }
     with pytest.raises(ForgettingCurveConfigError, match="longest length that fits is 49"):
         ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": metadata})
 
 
 def test_explicit_max_length_lets_users_probe_beyond_training(tiny_model_dir, corpus_file):
-    metadata = {"pretrained": str(tiny_model_dir), "max_length": 256, "fc_corpus": str(corpus_file), "fc_lengths": [100], "fc_samples": 1}
+    metadata = {
+        "pretrained": str(tiny_model_dir),
+        "max_length": 256,
+        "fc_corpus": str(corpus_file),
+        "fc_lengths": [100],
+        "fc_samples": 1,
+    }
     task = ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": metadata})
     assert task.lengths == [100] and task.config.metadata["protocol"]["training_length"] == 128
 
 
 def test_missing_corpus_offline_names_the_fix(tiny_model_dir):
     with pytest.raises(CorpusUnavailableError, match="fc_corpus=shakespeare"):
-        ForgettingCurveTask(config={"task": "forgetting_curve", "metadata": {"pretrained": str(tiny_model_dir), "fc_corpus": "pg19"}})
+        ForgettingCurveTask(
+            config={"task": "forgetting_curve", "metadata": {"pretrained": str(tiny_model_dir), "fc_corpus": "pg19"}}
+        )

@@ -8,23 +8,27 @@ import torch
 import transformers
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
-from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, position_limit
+from lm_eval_longmem.data.leval_topicret import TopicDocument
 from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM, ScoringOutOfMemoryError
+from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, position_limit
 from lm_eval_longmem.models.method_registry import available_methods, build_method
+from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailure
 from lm_eval_longmem.tasks.forgetting_curve import metrics
 from lm_eval_longmem.tasks.forgetting_curve.protocol import ModelLengths, Options, plan_lengths
 from lm_eval_longmem.tasks.forgetting_curve.task import ForgettingCurveTask
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
 from lm_eval_longmem.tasks.topicret.protocol import prepare
-from lm_eval_longmem.data.leval_topicret import TopicDocument
 from tests.helpers.data_fixtures import topicret_record, topicret_rows
 
 BOUNDED = [name for name, cls in available_methods().items() if cls.bounded_memory]  # read from the methods
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
-SMALL_ARGS = {"streamingllm": BUDGET, "statedclm": BUDGET, "longcache": {},  # its defaults (the budget is only parsed here)
-              "infini": {"segment_length": 16}}
+SMALL_ARGS = {
+    "streamingllm": BUDGET,
+    "statedclm": BUDGET,
+    "longcache": {},  # its defaults (the budget is only parsed here)
+    "infini": {"segment_length": 16},
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +37,16 @@ def tiny_gpt2_dir(tmp_path_factory, tiny_model_dir):
     directory = tmp_path_factory.mktemp("tiny_gpt2")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=len(tokenizer), n_positions=128, n_embd=32, n_layer=2, n_head=4,
-                                     bos_token_id=1, eos_token_id=2, pad_token_id=3)
+    config = transformers.GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=128,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
+    )
     transformers.GPT2LMHeadModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -69,7 +81,9 @@ def test_only_learned_absolute_positions_set_a_hard_limit(config, limit):
 # --- the grid -----------------------------------------------------------------------------
 def test_grid_reaches_l_with_relative_positions_and_l_over_2_with_absolute_ones():
     options = Options.from_metadata({"fc_points": 4})
-    rope = plan_lengths(options, ModelLengths(training_length=8192, context_length=8192, claimed_length=8192, hard_input_limit=None))
+    rope = plan_lengths(
+        options, ModelLengths(training_length=8192, context_length=8192, claimed_length=8192, hard_input_limit=None)
+    )
     assert rope[-1].length == 8192 and rope[-1].input_tokens == 16385 and rope[-1].beyond_training_length
     absolute = plan_lengths(options, ModelLengths(1024, 1024, 1024, 1024))
     assert absolute[-1].length == 511 and all(p.runs and not p.beyond_training_length for p in absolute)
@@ -111,7 +125,9 @@ def test_memory_lengths_on_the_full_grid_and_failed_lengths_kept():
 def test_task_reports_a_failed_score_and_a_length_another_model_would_cut(tiny_model_dir, corpus_file, caplog):
     task = fc_task(tiny_model_dir, corpus_file, fc_lengths=[20, 100])
     long_doc = next(d for d in task.test_docs() if d["length"] == 100)
-    failed = task.process_results(long_doc, [ScoreFailure("out_of_memory", "no room"), ScoreFailure("out_of_memory", "no room")])
+    failed = task.process_results(
+        long_doc, [ScoreFailure("out_of_memory", "no room"), ScoreFailure("out_of_memory", "no room")]
+    )
     assert set(failed) == {"curve", "fine_memory_length", "coarse_memory_length"}
     assert failed["curve"]["status"] == "out_of_memory"
     with caplog.at_level(logging.WARNING):
@@ -178,7 +194,9 @@ def test_bounded_memory_methods_take_any_length_and_size_grids_by_the_base(tiny_
 def _topicret_documents():
     rows = topicret_rows(3, topics_per_document=4, turns_per_topic=1)
     rows["input"][1] = topicret_record(["the history of jazz"] * 4, turns_per_topic=40)  # far past 128 tokens
-    return [TopicDocument(i, tuple(q), tuple(o)) for i, q, o in zip(rows["input"], rows["instructions"], rows["outputs"])]
+    return [
+        TopicDocument(i, tuple(q), tuple(o)) for i, q, o in zip(rows["input"], rows["instructions"], rows["outputs"])
+    ]
 
 
 @pytest.mark.parametrize("method, skipped", [("vanilla", 3), ("streamingllm", 0), ("infini", 0)])
@@ -198,8 +216,14 @@ def test_passkey_and_forgetting_curve_take_long_inputs_with_a_bounded_method(tin
     from lm_eval_longmem.tasks.passkey.task import PasskeyTask
 
     def passkey(method):
-        metadata = {"pretrained": str(tiny_model_dir), "method": method, **SMALL_ARGS.get(method, {}),
-                    "pk_lengths": [400], "pk_depths": [50], "pk_samples": 1}
+        metadata = {
+            "pretrained": str(tiny_model_dir),
+            "method": method,
+            **SMALL_ARGS.get(method, {}),
+            "pk_lengths": [400],
+            "pk_depths": [50],
+            "pk_samples": 1,
+        }
         return PasskeyTask(config={"metadata": metadata})
 
     with pytest.raises(PasskeyConfigError, match="do not fit"):

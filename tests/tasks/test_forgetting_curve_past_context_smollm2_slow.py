@@ -21,8 +21,13 @@ def test_streamingllm_runs_a_forgetting_curve_length_past_8192_tokens_without_ma
     lm_eval_longmem.register()
     results = lm_eval.simple_evaluate(
         model="longmem",
-        model_args={"method": "streamingllm", "max_context_length": 512, "chunk_size": 64, "sink_length": 32,
-                    "device": "cpu"},
+        model_args={
+            "method": "streamingllm",
+            "max_context_length": 512,
+            "chunk_size": 64,
+            "sink_length": 32,
+            "device": "cpu",
+        },
         tasks=["forgetting_curve"],
         metadata={"fc_corpus": "shakespeare", "fc_lengths": [4200], "fc_samples": 1},
     )

@@ -26,7 +26,9 @@ def test_defaults_are_the_papers_protocol():
 
 
 def test_options_parse_cli_values():
-    options = Options.from_metadata({"fc_max_length": "512", "fc_points": 4, "fc_granularity": "log", "fc_lengths": "[64,128]"})
+    options = Options.from_metadata(
+        {"fc_max_length": "512", "fc_points": 4, "fc_granularity": "log", "fc_lengths": "[64,128]"}
+    )
     assert options.max_length == 512 and options.points == 4 and options.lengths == (64, 128)
     assert Options.from_metadata({"fc_lengths": [128, 64, 64]}).lengths == (64, 128)
 
@@ -36,7 +38,9 @@ def test_unknown_option_lists_the_valid_ones():
         Options.from_metadata({"fc_max_lenght": 10})
 
 
-@pytest.mark.parametrize("bad", [{"fc_points": 2.5}, {"fc_granularity": "cubic"}, {"fc_samples": 0}, {"fc_points": "many"}])
+@pytest.mark.parametrize(
+    "bad", [{"fc_points": 2.5}, {"fc_granularity": "cubic"}, {"fc_samples": 0}, {"fc_points": "many"}]
+)
 def test_malformed_options_are_rejected(bad):
     with pytest.raises(ForgettingCurveConfigError):
         Options.from_metadata(bad)

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.tasks.passkey.metrics import Grid, grid
 from lm_eval_longmem.data.passkey_prompt import key_line
+from lm_eval_longmem.tasks.passkey.metrics import Grid, grid
 from lm_eval_longmem.tasks.passkey.protocol import PasskeyConfigError, prompt_for_characters
 from lm_eval_longmem.tasks.passkey.task import PasskeyTask
 
@@ -44,11 +44,22 @@ def test_limit_keeps_every_cell(task):
 
 def test_keys_are_seeded_per_cell(tiny_model_dir, task):
     keys = [d["key"] for d in task.test_docs()]
-    again = [d["key"] for d in make_task(tiny_model_dir, lengths=[64, 96, 118], depths=[0, 50, 100], samples=2, seed=3).test_docs()]
-    other = [d["key"] for d in make_task(tiny_model_dir, lengths=[64, 96, 118], depths=[0, 50, 100], samples=2, seed=4).test_docs()]
+    again = [
+        d["key"]
+        for d in make_task(tiny_model_dir, lengths=[64, 96, 118], depths=[0, 50, 100], samples=2, seed=3).test_docs()
+    ]
+    other = [
+        d["key"]
+        for d in make_task(tiny_model_dir, lengths=[64, 96, 118], depths=[0, 50, 100], samples=2, seed=4).test_docs()
+    ]
     assert keys == again and keys != other and len(set(keys)) == len(keys)
     # adding a length leaves the keys of the other cells as they were
-    more = {(d["length"], d["depth"], d["sample"]): d["key"] for d in make_task(tiny_model_dir, lengths=[64, 96, 100, 118], depths=[0, 50, 100], samples=2, seed=3).test_docs()}
+    more = {
+        (d["length"], d["depth"], d["sample"]): d["key"]
+        for d in make_task(
+            tiny_model_dir, lengths=[64, 96, 100, 118], depths=[0, 50, 100], samples=2, seed=3
+        ).test_docs()
+    }
     assert all(more[(d["length"], d["depth"], d["sample"])] == d["key"] for d in task.test_docs())
 
 
@@ -68,7 +79,16 @@ def test_metric_keys_per_length_and_depth(task):
     assert {k: right[k] for k in right if k != "grid"} == {"acc": 1.0, "acc@len096": 1.0, "acc@depth050": 1.0}
     assert wrong["acc"] == 0.0 and wrong["grid"]["correct"] == 0.0 and wrong["grid"]["answer"] == 1
     names = set(task.aggregation())
-    assert names == {"acc", "acc@len064", "acc@len096", "acc@len118", "acc@depth000", "acc@depth050", "acc@depth100", "grid"}
+    assert names == {
+        "acc",
+        "acc@len064",
+        "acc@len096",
+        "acc@len118",
+        "acc@depth000",
+        "acc@depth050",
+        "acc@depth100",
+        "grid",
+    }
     assert set(task.higher_is_better()) == names
 
 
@@ -102,5 +122,11 @@ def test_too_long_lengths_are_refused(tiny_model_dir):
     with pytest.raises(PasskeyConfigError, match="pk_protocol=chars, length 5000 gives a prompt of"):
         make_task(tiny_model_dir, lengths=[5000], protocol="chars")
     # an explicit max_length raises the limit, the same rule the wrapper applies
-    metadata = {"pretrained": str(tiny_model_dir), "max_length": 256, "pk_lengths": [200], "pk_depths": [0], "pk_samples": 1}
+    metadata = {
+        "pretrained": str(tiny_model_dir),
+        "max_length": 256,
+        "pk_lengths": [200],
+        "pk_depths": [0],
+        "pk_samples": 1,
+    }
     assert PasskeyTask(config={"task": "longmem_passkey", "metadata": metadata}).test_docs()[0]["prompt_tokens"] <= 200

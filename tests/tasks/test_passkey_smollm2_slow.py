@@ -37,10 +37,14 @@ def test_smollm2_prefix_reuse_gives_the_same_answers():
 
     lm = LongMemLM(device="cpu")
     shots = "".join(f"Question: What is item {i} ?\nType: {'Number' if i % 3 else 'Definition'}\n" for i in range(60))
-    prompts = [f"Please determine the type of the question below.\n\n{shots}Question: {q}\nType:"
-               for q in ("How many legs has a spider ?", "What is a comet ?", "Who wrote Hamlet ?", "How far is Mars ?")]
-    requests = [Instance("generate_until", {}, (p, {"until": ["\n"], "max_gen_toks": 6, "do_sample": False}), i)
-                for i, p in enumerate(prompts)]
+    prompts = [
+        f"Please determine the type of the question below.\n\n{shots}Question: {q}\nType:"
+        for q in ("How many legs has a spider ?", "What is a comet ?", "Who wrote Hamlet ?", "How far is Mars ?")
+    ]
+    requests = [
+        Instance("generate_until", {}, (p, {"until": ["\n"], "max_gen_toks": 6, "do_sample": False}), i)
+        for i, p in enumerate(prompts)
+    ]
     reused = lm.generate_until(requests)
     lm.reuse_prefix = False
     assert lm.generate_until(requests) == reused

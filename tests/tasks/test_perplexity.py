@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.data.corpora import CorpusUnavailableError
 from lm_eval_longmem.models.runtime.requests import ScoredContinuation, token_ids_of
@@ -67,8 +66,10 @@ def test_one_request_per_window_scoring_every_token_but_the_first(tiny_model_dir
     assert list(token_ids_of(request.args[1])) == doc["ids"][1:]
 
 
-@pytest.mark.parametrize("method_args", [{"method": "vanilla"}, {"method": "streamingllm", "max_context_length": 24,
-                                                                   "chunk_size": 8, "sink_length": 4}])
+@pytest.mark.parametrize(
+    "method_args",
+    [{"method": "vanilla"}, {"method": "streamingllm", "max_context_length": 24, "chunk_size": 8, "sink_length": 4}],
+)
 def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_file, method_args):
     """Through the wrapper's loglikelihood (the path every task uses) vs the model's own logits.
     With a budget of 24 StreamingLLM evicts, so it is held to its own per-token losses only.
@@ -157,7 +158,9 @@ def test_options_are_checked(tiny_model_dir, corpus_file):
     # RoPE has no hard limit: a window past the context length runs as a length probe
     beyond = make_task(tiny_model_dir, corpus_file, lengths=[64, 200], windows=1).config.metadata["protocol"]
     assert [(p["length"], p["beyond_context_length"], p["beyond_training_length"]) for p in beyond["length_plan"]] == [
-        (64, False, False), (200, True, True)]
+        (64, False, False),
+        (200, True, True),
+    ]
     with pytest.raises(PerplexityConfigError, match="not both"):
         make_task(tiny_model_dir, corpus_file, lengths=[16], max_length=64)
     with pytest.raises(PerplexityConfigError, match="ppl_bins=0 is out of range"):
@@ -176,10 +179,23 @@ def test_lm_eval_cli_bounded_method(tiny_model_dir, corpus_file, tmp_path):
     """The stock command, a bounded-memory method whose cache really evicts (budget 24 < 63)."""
     out = tmp_path / "out"
     run(
-        [str(BIN / "lm_eval"), "--model", "longmem", "--model_args",
-         f"pretrained={tiny_model_dir},method=streamingllm,max_context_length=24,chunk_size=8,sink_length=4",
-         "--tasks", "longmem_perplexity", "--metadata", f"ppl_corpus={corpus_file}", "ppl_max_length=64",
-         "ppl_points=2", "ppl_windows=2", "ppl_bins=4", "--output_path", str(out)]
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_model_dir},method=streamingllm,max_context_length=24,chunk_size=8,sink_length=4",
+            "--tasks",
+            "longmem_perplexity",
+            "--metadata",
+            f"ppl_corpus={corpus_file}",
+            "ppl_max_length=64",
+            "ppl_points=2",
+            "ppl_windows=2",
+            "ppl_bins=4",
+            "--output_path",
+            str(out),
+        ]
     )
     results = results_of(out)
     got = results["results"]["longmem_perplexity"]
@@ -222,8 +238,14 @@ def test_every_kind_of_method_gives_perplexity_and_a_curve(method, args, tiny_mo
         pretrained, model_args = str(build_tiny_fox(tmp_path_factory.mktemp("tiny_fox_ppl"))), {}
     else:
         pretrained, model_args = str(tiny_model_dir), {"method": method, **args}
-    metadata = {"pretrained": pretrained, "ppl_corpus": str(corpus_file), "ppl_lengths": [48, 160], "ppl_windows": 1,
-                "ppl_bins": 4, **model_args}
+    metadata = {
+        "pretrained": pretrained,
+        "ppl_corpus": str(corpus_file),
+        "ppl_lengths": [48, 160],
+        "ppl_windows": 1,
+        "ppl_bins": 4,
+        **model_args,
+    }
     task = PerplexityTask(config={"task": "longmem_perplexity", "metadata": metadata})
     lm = LongMemLM(pretrained=pretrained, device="cpu", **model_args)
     docs = list(task.test_docs())

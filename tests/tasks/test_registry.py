@@ -13,7 +13,6 @@ import sys
 import textwrap
 
 import pytest
-from tests.helpers.results_files import lm_eval_results, table_rows, write
 
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.common import hub
@@ -22,6 +21,7 @@ from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.dataset_needs import missing_for, needed
 from lm_eval_longmem.tasks.task_options import TaskOptionError
+from tests.helpers.results_files import lm_eval_results, table_rows, write
 
 TOY_DECLARATION = '''
 """A throw-away task: one option, one (fake) Hub dataset, one headline."""
@@ -93,8 +93,11 @@ def toy_task(tmp_path, monkeypatch):
 
 def test_a_new_task_folder_has_its_options_checked_at_start_up(toy_task):
     preflight.check_task_options(["toy_task"], {"toy_size": "5"})
-    for bad, expected in (({"toy_size": "0"}, "toy_size"), ({"toy_size": "many"}, "toy_size=many is malformed"),
-                          ({"toy_colour": "red"}, "Unknown option(s) toy_colour; valid: toy_size")):
+    for bad, expected in (
+        ({"toy_size": "0"}, "toy_size"),
+        ({"toy_size": "many"}, "toy_size=many is malformed"),
+        ({"toy_colour": "red"}, "Unknown option(s) toy_colour; valid: toy_size"),
+    ):
         with pytest.raises(TaskOptionError, match=expected.replace("(", r"\(").replace(")", r"\)")) as refused:
             preflight.check_task_options(["toy_task"], bad)
         assert "\n" not in str(refused.value)
@@ -122,14 +125,21 @@ def test_a_new_task_folders_dataset_is_fetched_and_named_when_missing(toy_task, 
     with pytest.raises(MissingDatasetsError) as missing:
         missing_for(["toy_task", "longmem_passkey"])
     assert "someone/toy-data (toys for the throw-away task), for toy_task" in str(missing.value)
-    assert "lm-eval-longmem fetch-data toy-data" in str(missing.value) and "--metadata toy_local=DIR" in str(missing.value)
+    assert "lm-eval-longmem fetch-data toy-data" in str(missing.value) and "--metadata toy_local=DIR" in str(
+        missing.value
+    )
 
 
 def test_a_new_task_folders_headline_is_on_the_leaderboard(toy_task, tmp_path, capsys):
-    write(tmp_path / "runs" / "toy" / "results_2026-11-23T10-00-00.000001.json", lm_eval_results({
-        "toy_task": {"alias": "toy_task", "score@0100,none": 0.5, "score@0100_stderr,none": 0.1},
-        "longmem_passkey": {"acc,none": 0.75, "acc_stderr,none": 0.1},
-    }))
+    write(
+        tmp_path / "runs" / "toy" / "results_2026-11-23T10-00-00.000001.json",
+        lm_eval_results(
+            {
+                "toy_task": {"alias": "toy_task", "score@0100,none": 0.5, "score@0100_stderr,none": 0.1},
+                "longmem_passkey": {"acc,none": 0.75, "acc_stderr,none": 0.1},
+            }
+        ),
+    )
     assert main(["leaderboard", str(tmp_path / "runs")]) == 0
     (row,) = table_rows(capsys.readouterr().out)
     assert row["toy@100"] == "0.500" and row["passkey_all"] == "0.750"
@@ -163,13 +173,24 @@ def test_the_registry_has_the_old_datasets_once_each():
     datasets = registry.datasets()
     assert list(datasets) == ["pg19", "trec", "trec-manyshots", "leval-topicret"]
     assert [d.local_option for d in datasets.values()] == [
-        "fc_corpus=shakespeare or a path to text files", "trec_data_dir=DIR", "trec_data_dir=DIR", "topicret_data=PATH"]
-    users = {key: [d.name for d in registry.declarations() if any(n.dataset.key == key for n in d.datasets)]
-             for key in datasets}
-    assert users == {"pg19": ["forgetting_curve", "longmem_perplexity"], "trec": ["longmem_trec_manyshot"],
-                     "trec-manyshots": ["longmem_trec_manyshot"], "leval-topicret": ["longmem_topicret"]}
+        "fc_corpus=shakespeare or a path to text files",
+        "trec_data_dir=DIR",
+        "trec_data_dir=DIR",
+        "topicret_data=PATH",
+    ]
+    users = {
+        key: [d.name for d in registry.declarations() if any(n.dataset.key == key for n in d.datasets)]
+        for key in datasets
+    }
+    assert users == {
+        "pg19": ["forgetting_curve", "longmem_perplexity"],
+        "trec": ["longmem_trec_manyshot"],
+        "trec-manyshots": ["longmem_trec_manyshot"],
+        "leval-topicret": ["longmem_topicret"],
+    }
     assert needed(["forgetting_curve", "longmem_perplexity"], {"fc_corpus": "pg19", "ppl_corpus": "pg19"}) == {
-        "pg19": ["forgetting_curve", "longmem_perplexity"]}
+        "pg19": ["forgetting_curve", "longmem_perplexity"]
+    }
 
 
 def test_a_shared_dataset_is_replaced_by_each_tasks_own_option(monkeypatch, capsys):
@@ -200,8 +221,12 @@ def test_figures_are_declared_with_their_old_subcommands_and_help():
     from lm_eval_longmem.tasks.forgetting_curve.declaration import LOG_AXIS_HELP
 
     figures = {d.figure.subcommand: d.name for d in registry.declarations() if d.figure}
-    assert figures == {"plot": "forgetting_curve", "plot-passkey": "longmem_passkey",
-                       "plot-trec": "longmem_trec_manyshot", "plot-perplexity": "longmem_perplexity"}
+    assert figures == {
+        "plot": "forgetting_curve",
+        "plot-passkey": "longmem_passkey",
+        "plot-trec": "longmem_trec_manyshot",
+        "plot-perplexity": "longmem_perplexity",
+    }
     assert LOG_AXIS_HELP == f"log-scale length axis (default: {LOG_AXIS_RULE})"
 
 
@@ -209,7 +234,8 @@ def test_two_declarations_of_one_task_are_refused(tmp_path, monkeypatch):
     folder = tmp_path / "again" / "forgetting_curve_copy"
     folder.mkdir(parents=True)
     (folder / "declaration.py").write_text(
-        "from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION\n")
+        "from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION\n"
+    )
     monkeypatch.setattr(registry, "TASK_FOLDERS", (*registry.TASK_FOLDERS, folder.parent))
     with pytest.raises(registry.TaskDeclarationError, match="'forgetting_curve' is declared twice"):
         registry.declarations()
@@ -225,7 +251,9 @@ def test_an_unknown_task_name_is_one_line_with_the_valid_names(capsys):
 
 def test_declarations_are_read_without_anything_heavy():
     """Read at start-up before any model loads: no torch, transformers, numpy or lm-eval task code."""
-    code = ("import sys; from lm_eval_longmem.tasks import registry; registry.declarations(); registry.datasets(); "
-            "print(sorted(m for m in ('torch', 'transformers', 'numpy', 'lm_eval') if m in sys.modules))")
+    code = (
+        "import sys; from lm_eval_longmem.tasks import registry; registry.declarations(); registry.datasets(); "
+        "print(sorted(m for m in ('torch', 'transformers', 'numpy', 'lm_eval') if m in sys.modules))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

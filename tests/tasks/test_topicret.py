@@ -4,7 +4,6 @@ import logging
 
 import pytest
 
-from tests.helpers.data_fixtures import topicret_record, topicret_rows, write_topicret_fixture
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError
 from lm_eval_longmem.data.leval_topicret import TopicDocument, load_topicret
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
@@ -13,6 +12,7 @@ from lm_eval_longmem.tasks.topicret.leval_format import leval_truncate, longchat
 from lm_eval_longmem.tasks.topicret.protocol import prepare
 from lm_eval_longmem.tasks.topicret.scoring import topic_correct
 from lm_eval_longmem.tasks.topicret.task import TopicRetTask, mean_of_positions
+from tests.helpers.data_fixtures import topicret_record, topicret_rows, write_topicret_fixture
 
 QUESTION = "What is the first topic we discussed? Only give me the topic name. Do not summarize yourself."
 
@@ -73,7 +73,9 @@ def tiny_tokenizer(tiny_model_dir):
 def documents(turns):
     rows = topicret_rows(3, topics_per_document=4, turns_per_topic=1)
     rows["input"][1] = topicret_record(["the history of jazz"] * 4, turns_per_topic=turns)
-    return [TopicDocument(i, tuple(q), tuple(o)) for i, q, o in zip(rows["input"], rows["instructions"], rows["outputs"])]
+    return [
+        TopicDocument(i, tuple(q), tuple(o)) for i, q, o in zip(rows["input"], rows["instructions"], rows["outputs"])
+    ]
 
 
 def test_overlong_records_are_skipped_and_counted(tiny_tokenizer, caplog):
@@ -117,14 +119,20 @@ def test_a_local_copy_without_the_columns_is_refused(tmp_path):
 
 
 def test_mean_acc_is_the_mean_of_the_three_positions():
-    records = [{"position": 0, "score": 1.0}, {"position": 0, "score": 1.0}, {"position": 1, "score": 0.0},
-               {"position": 2, "score": 1.0}]
+    records = [
+        {"position": 0, "score": 1.0},
+        {"position": 0, "score": 1.0},
+        {"position": 1, "score": 0.0},
+        {"position": 2, "score": 1.0},
+    ]
     assert mean_of_positions(records) == pytest.approx((1.0 + 0.0 + 1.0) / 3)
 
 
 def test_task_documents_prompts_and_chat_template(tiny_model_dir, tmp_path):
     data = write_topicret_fixture(tmp_path / "topic_retrieval_longchat.parquet", topicret_rows(2))
-    task = TopicRetTask(config={"metadata": {"pretrained": str(tiny_model_dir), "max_length": 2048, "topicret_data": str(data)}})
+    task = TopicRetTask(
+        config={"metadata": {"pretrained": str(tiny_model_dir), "max_length": 2048, "topicret_data": str(data)}}
+    )
     docs = list(task.test_docs())
     assert [(d["record"], d["position"]) for d in docs] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     first, second = (task.doc_to_text(d) for d in docs[:2])
@@ -133,8 +141,12 @@ def test_task_documents_prompts_and_chat_template(tiny_model_dir, tmp_path):
     assert task.fewshot_context(docs[0], 0) == first
 
     def chat_template(messages, add_generation_prompt=True):
-        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + ("<assistant>" if add_generation_prompt else "")
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + (
+            "<assistant>" if add_generation_prompt else ""
+        )
 
     chat = task.fewshot_context(docs[0], 0, apply_chat_template=True, chat_template=chat_template)
     assert chat == "<user>" + user_message(task._documents[0], docs[0]["question"]) + "<assistant>"
-    assert task.process_results(docs[1], ["The second topic was the future of space tourism."])["second_topic_acc"] == 1.0
+    assert (
+        task.process_results(docs[1], ["The second topic was the future of space tourism."])["second_topic_acc"] == 1.0
+    )

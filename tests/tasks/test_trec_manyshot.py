@@ -5,7 +5,6 @@ import logging
 
 import pytest
 
-from tests.helpers.data_fixtures import PLAUSIBLE_TREC_QUESTIONS, longbench_label, write_trec_fixture
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError
 from lm_eval_longmem.data.trec import COGCOMP_FINE_NAMES, FINE_LABELS, load_manyshot_rows, load_trec
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
@@ -17,6 +16,7 @@ from lm_eval_longmem.tasks.trec_manyshot.protocol import (
     build_buckets,
     fitting_buckets,
 )
+from tests.helpers.data_fixtures import PLAUSIBLE_TREC_QUESTIONS, longbench_label, write_trec_fixture
 
 TRAIN, TEST = PLAUSIBLE_TREC_QUESTIONS[:56], PLAUSIBLE_TREC_QUESTIONS[56:]
 
@@ -61,7 +61,9 @@ def test_local_copies_in_the_real_schema_load(tmp_path, fmt):
 def test_local_copy_with_other_class_names_is_refused(tmp_path):
     import datasets
 
-    features = datasets.Features({"text": datasets.Value("string"), "fine_label": datasets.ClassLabel(names=["a", "b"])})
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "fine_label": datasets.ClassLabel(names=["a", "b"])}
+    )
     for split in ("train", "test"):
         datasets.Dataset.from_dict({"text": ["q"], "fine_label": [0]}, features=features).to_parquet(
             str(tmp_path / f"{split}.parquet")
@@ -71,8 +73,16 @@ def test_local_copy_with_other_class_names_is_refused(tmp_path):
 
 
 def test_many_shot_files_load_locally(tmp_path):
-    row = {"input": "Question: Why ?\nType:", "context": "Question: Who ?\nType: Individual", "answers": ["Reason"],
-           "all_classes": list(FINE_LABELS), "length": 9, "dataset": "trec", "language": "en", "_id": "x"}
+    row = {
+        "input": "Question: Why ?\nType:",
+        "context": "Question: Who ?\nType: Individual",
+        "answers": ["Reason"],
+        "all_classes": list(FINE_LABELS),
+        "length": 9,
+        "dataset": "trec",
+        "language": "en",
+        "_id": "x",
+    }
     (tmp_path / "trec_5shots.jsonl").write_text(json.dumps(row) + "\n")
     (rows,) = [load_manyshot_rows(5, str(tmp_path))]
     assert rows[0]["answers"] == ["Reason"] and rows[0]["input"].endswith("Type:")

@@ -59,10 +59,15 @@ def test_each_approachs_keys_are_in_the_recipe_and_listed_by_help(capsys):
 def test_an_unknown_approach_is_one_message_with_the_closest_and_the_valid_ones(capsys):
     with pytest.raises(TrainingError) as err:
         load_recipe("tiny-pi", ["approach=longlroa"])
-    assert str(err.value) == ("approach=longlroa on the command line is not valid: expected one of from_scratch, "
-                              "infini, longlora, rope_extension. Did you mean longlora?")
-    with pytest.raises(TrainingError, match=r"^approach=infinni is not valid: expected one of from_scratch, infini, "
-                                            r"longlora, rope_extension\. Did you mean infini\?$"):
+    assert str(err.value) == (
+        "approach=longlroa on the command line is not valid: expected one of from_scratch, "
+        "infini, longlora, rope_extension. Did you mean longlora?"
+    )
+    with pytest.raises(
+        TrainingError,
+        match=r"^approach=infinni is not valid: expected one of from_scratch, infini, "
+        r"longlora, rope_extension\. Did you mean infini\?$",
+    ):
         get_approach("infinni")
     assert train_main(["tiny-pi", "approach=LongLoRA"]) == 2
     err = capsys.readouterr().err
@@ -72,13 +77,17 @@ def test_an_unknown_approach_is_one_message_with_the_closest_and_the_valid_ones(
 def test_a_key_only_another_approach_reads_is_refused():
     with pytest.raises(TrainingError) as err:
         load_recipe("tiny-pi", ["lora_r=4"])
-    assert str(err.value) == ("approach=rope_extension does not read lora_r (a key of approach=longlora): remove it "
-                              "or set approach=longlora.")
+    assert str(err.value) == (
+        "approach=rope_extension does not read lora_r (a key of approach=longlora): remove it or set approach=longlora."
+    )
     with pytest.raises(TrainingError, match=r"does not read gate_lr \(a key of approach=infini\)"):
         load_recipe("tiny-longlora", ["gate_lr=0.1"])
-    with pytest.raises(TrainingError, match=r"^approach=rope_extension does not read lora_r, lora_alpha, lora_targets, "
-                                            r"trainable_extras, s2_attention, s2_group_fraction \(keys of "
-                                            r"approach=longlora\): remove them or set approach=longlora\.$"):
+    with pytest.raises(
+        TrainingError,
+        match=r"^approach=rope_extension does not read lora_r, lora_alpha, lora_targets, "
+        r"trainable_extras, s2_attention, s2_group_fraction \(keys of "
+        r"approach=longlora\): remove them or set approach=longlora\.$",
+    ):
         load_recipe("longlora", ["approach=rope_extension"])
     assert load_recipe("tiny-pi", ["approach=longlora", "lora_r=4"]).lora_r == 4  # its own approach reads it
 
@@ -86,8 +95,10 @@ def test_a_key_only_another_approach_reads_is_refused():
 def test_longlora_still_refuses_a_seq_len_its_s2_groups_do_not_divide():
     with pytest.raises(TrainingError) as err:
         load_recipe("tiny-longlora", ["s2_group_fraction=0.3"])
-    assert str(err.value) == ("S2-attention needs seq_len (256) to be a multiple of its group size (77 = "
-                              "s2_group_fraction 0.3 x seq_len) and the group >= 2.")
+    assert str(err.value) == (
+        "S2-attention needs seq_len (256) to be a multiple of its group size (77 = "
+        "s2_group_fraction 0.3 x seq_len) and the group >= 2."
+    )
     with pytest.raises(TrainingError, match=r"group size \(1 = s2_group_fraction 0.25 x seq_len\) and the group >= 2"):
         load_recipe("tiny-longlora", ["seq_len=4"])
     assert load_recipe("tiny-longlora", ["s2_group_fraction=0.3", "s2_attention=false"]).s2_attention is False
@@ -95,12 +106,19 @@ def test_longlora_still_refuses_a_seq_len_its_s2_groups_do_not_divide():
         load_recipe("tiny-longlora", ["method="])
 
 
-def test_only_approaches_that_start_from_the_base_model_check_model_config_against_it(tiny_model_dir, tmp_path,
-                                                                                       monkeypatch):
-    with pytest.raises(TrainingError, match=r"^model_config.hidden_size=abc is not valid: the base model's config "
-                                            r"holds a number there"):
-        check_files(load_recipe("tiny-pi", [f"model={tiny_model_dir}", "model_config.hidden_size=abc",
-                                            f"output_dir={tmp_path / 'pi'}"]))
+def test_only_approaches_that_start_from_the_base_model_check_model_config_against_it(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    with pytest.raises(
+        TrainingError,
+        match=r"^model_config.hidden_size=abc is not valid: the base model's config "
+        r"holds a number there",
+    ):
+        check_files(
+            load_recipe(
+                "tiny-pi", [f"model={tiny_model_dir}", "model_config.hidden_size=abc", f"output_dir={tmp_path / 'pi'}"]
+            )
+        )
     import lm_eval_longmem_training.approaches.base as base
 
     def refuse(recipe):
@@ -163,8 +181,11 @@ def test_adding_an_approach_is_one_file(tmp_path, monkeypatch, capsys):
         assert "[toy_for_tests]\n  toy_rank (int >= 1, default 2): rank of the toy\n" in out
         recipe = load_recipe("tiny-pi", ["approach=toy_for_tests", "toy_rank=3"])
         assert recipe.toy_rank == 3 and to_plain(recipe)["toy_rank"] == 3 and recipe.lora_r == 8
-        with pytest.raises(TrainingError, match=r"^toy_rank=0 on the command line is out of range: expected an "
-                                                r"integer >= 1\.$"):
+        with pytest.raises(
+            TrainingError,
+            match=r"^toy_rank=0 on the command line is out of range: expected an "
+            r"integer >= 1\.$",
+        ):
             load_recipe("tiny-pi", ["approach=toy_for_tests", "toy_rank=0"])
         with pytest.raises(TrainingError, match=r"^toy_rank \(300\) must not exceed seq_len \(256\)\.$"):
             load_recipe("tiny-pi", ["approach=toy_for_tests", "toy_rank=300"])

@@ -10,19 +10,33 @@ import shutil
 
 import numpy as np
 import pytest
-from tests.helpers.fault_injection import DAMAGES, FaultTally, damage
-from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.fault_injection import DAMAGES, FaultTally, damage
+from tests.helpers.training_helpers import run_recipe
 
 SETTINGS = {"max_steps": 6, "save_every": 2, "keep_checkpoints": 3, "ema_decay": 0.5}
-FILES = ("model.safetensors", "optimizer.bin", "random_states_0.pkl", "custom_checkpoint_0.pkl",
-         "custom_checkpoint_1.pkl", "custom_checkpoint_2.pkl", "run.json")
-FAST_CASES = [("model.safetensors", "truncated"), ("model.safetensors", "zeroed"), ("optimizer.bin", "garbage"),
-              ("optimizer.bin", "missing"), ("random_states_0.pkl", "garbage"), ("custom_checkpoint_1.pkl", "empty"),
-              ("run.json", "truncated"), ("run.json", "missing")]
+FILES = (
+    "model.safetensors",
+    "optimizer.bin",
+    "random_states_0.pkl",
+    "custom_checkpoint_0.pkl",
+    "custom_checkpoint_1.pkl",
+    "custom_checkpoint_2.pkl",
+    "run.json",
+)
+FAST_CASES = [
+    ("model.safetensors", "truncated"),
+    ("model.safetensors", "zeroed"),
+    ("optimizer.bin", "garbage"),
+    ("optimizer.bin", "missing"),
+    ("random_states_0.pkl", "garbage"),
+    ("custom_checkpoint_1.pkl", "empty"),
+    ("run.json", "truncated"),
+    ("run.json", "missing"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +66,19 @@ def resumes_from_the_older_checkpoint(runs, tmp_path, capsys, tiny_model_dir, co
     run_recipe("tiny-pi", tiny_model_dir, corpus_file, out, **SETTINGS)
     printed = capsys.readouterr().out
     warned = f"warning: checkpoint {out / 'checkpoints' / 'step-0000004'} is damaged" in printed
-    return (warned and "resuming from step-0000002 instead" in printed and "at step 2." in printed
-            and (out / "checkpoints" / "step-0000004.unusable").is_dir()
-            and [m["loss"] for m in read_metrics(out)] == [m["loss"] for m in read_metrics(runs / "whole")])
+    return (
+        warned
+        and "resuming from step-0000002 instead" in printed
+        and "at step 2." in printed
+        and (out / "checkpoints" / "step-0000004.unusable").is_dir()
+        and [m["loss"] for m in read_metrics(out)] == [m["loss"] for m in read_metrics(runs / "whole")]
+    )
 
 
 @pytest.mark.parametrize("file, how", FAST_CASES, ids=[f"{f}-{h}" for f, h in FAST_CASES])
-def test_a_damaged_checkpoint_falls_back_to_the_previous_one(runs, tmp_path, capsys, tiny_model_dir, corpus_file,
-                                                             file, how):
+def test_a_damaged_checkpoint_falls_back_to_the_previous_one(
+    runs, tmp_path, capsys, tiny_model_dir, corpus_file, file, how
+):
     assert resumes_from_the_older_checkpoint(runs, tmp_path, capsys, tiny_model_dir, corpus_file, file, how)
 
 
@@ -69,32 +88,49 @@ def test_every_file_damaged_every_way_falls_back(runs, tmp_path_factory, capsys,
     for file in FILES:
         for how in (*DAMAGES, "missing"):
             tmp_path = tmp_path_factory.mktemp("case")
-            tally.record(f"{file} {how}", resumes_from_the_older_checkpoint(runs, tmp_path, capsys, tiny_model_dir,
-                                                                            corpus_file, file, how))
+            tally.record(
+                f"{file} {how}",
+                resumes_from_the_older_checkpoint(runs, tmp_path, capsys, tiny_model_dir, corpus_file, file, how),
+            )
     with capsys.disabled():
         print(f"\ndamaged checkpoints: {tally}")
     assert not tally.lost
 
 
-def test_with_no_intact_checkpoint_the_run_stops_with_one_message_and_changes_nothing(runs, tmp_path, capsys,
-                                                                                      tiny_model_dir, corpus_file):
+def test_with_no_intact_checkpoint_the_run_stops_with_one_message_and_changes_nothing(
+    runs, tmp_path, capsys, tiny_model_dir, corpus_file
+):
     out = damaged_copy(runs, tmp_path, "optimizer.bin", "truncated", steps=(2, 4))
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    with pytest.raises(TrainingError, match=r"No checkpoint in .* can be resumed \(step-0000004: optimizer.bin has "
-                                            r"[\d,]+ bytes where [\d,]+ were written; step-0000002: .*Nothing was changed"):
+    with pytest.raises(
+        TrainingError,
+        match=r"No checkpoint in .* can be resumed \(step-0000004: optimizer.bin has "
+        r"[\d,]+ bytes where [\d,]+ were written; step-0000002: .*Nothing was changed",
+    ):
         run_recipe("tiny-pi", tiny_model_dir, corpus_file, out, **SETTINGS)
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
-    args = ["tiny-pi", f"model={tiny_model_dir}", f"data={corpus_file}", f"output_dir={out}", "seq_len=32",
-            "micro_batch_size=2", "grad_accum_steps=2", "warmup_steps=1", "lr=1e-3", "progress_bar=false",
-            *(f"{k}={v}" for k, v in SETTINGS.items())]
+    args = [
+        "tiny-pi",
+        f"model={tiny_model_dir}",
+        f"data={corpus_file}",
+        f"output_dir={out}",
+        "seq_len=32",
+        "micro_batch_size=2",
+        "grad_accum_steps=2",
+        "warmup_steps=1",
+        "lr=1e-3",
+        "progress_bar=false",
+        *(f"{k}={v}" for k, v in SETTINGS.items()),
+    ]
     capsys.readouterr()
     assert train_main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lm-eval-longmem train: error: No checkpoint in")
 
 
-def test_a_last_checkpoint_that_fails_to_load_with_none_older_stops_and_keeps_it(runs, tmp_path, tiny_model_dir,
-                                                                                 corpus_file):
+def test_a_last_checkpoint_that_fails_to_load_with_none_older_stops_and_keeps_it(
+    runs, tmp_path, tiny_model_dir, corpus_file
+):
     out = damaged_copy(runs, tmp_path, "optimizer.bin", "zeroed")  # same size: only loading finds it
     shutil.rmtree(out / "checkpoints" / "step-0000002")
     with pytest.raises(TrainingError, match=r"step-0000004: accelerate could not load it"):

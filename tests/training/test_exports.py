@@ -9,33 +9,50 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers.training_helpers import run_recipe
 
-from lm_eval_longmem.models.method_framework.recorded import read_recorded_method
 from lm_eval_longmem.harness.run_name import run_folder_name
+from lm_eval_longmem.models.method_framework.recorded import read_recorded_method
+from tests.helpers.training_helpers import run_recipe
 
 BIN = Path(sys.executable).parent
 
 
 def lm_eval(model_args: str, corpus_file, out: Path) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    args = [str(BIN / "lm_eval"), "--model", "longmem", "--model_args", model_args, "--tasks", "forgetting_curve",
-            "--metadata", f"fc_corpus={corpus_file}", "fc_max_length=40", "fc_points=2", "fc_samples=1",
-            "--output_path", str(out)]
+    args = [
+        str(BIN / "lm_eval"),
+        "--model",
+        "longmem",
+        "--model_args",
+        model_args,
+        "--tasks",
+        "forgetting_curve",
+        "--metadata",
+        f"fc_corpus={corpus_file}",
+        "fc_max_length=40",
+        "fc_points=2",
+        "fc_samples=1",
+        "--output_path",
+        str(out),
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     (path,) = out.rglob("results_*.json")
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("recipe, rope_type, factor", [("tiny-pi", "linear", 4.0), ("tiny-ntk", "longmem_ntk", 7.0),
-                                                       ("tiny-yarn", "yarn", 4.0)])
+@pytest.mark.parametrize(
+    "recipe, rope_type, factor",
+    [("tiny-pi", "linear", 4.0), ("tiny-ntk", "longmem_ntk", 7.0), ("tiny-yarn", "yarn", 4.0)],
+)
 def test_rope_exports_record_method_and_run(recipe, rope_type, factor, tiny_model_dir, corpus_file, tmp_path):
     summary = run_recipe(recipe, tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2)
     config = json.loads((Path(summary["export"]) / "config.json").read_text())
     assert config["rope_parameters"]["rope_type"] == rope_type and config["rope_parameters"]["factor"] == factor
     assert config["rope_parameters"]["rope_theta"] == 10000.0 and config["max_position_embeddings"] == 128
-    assert config["longmem_method"] == recipe.removeprefix("tiny-") and config["longmem_method_args"]["factor"] == factor
+    assert (
+        config["longmem_method"] == recipe.removeprefix("tiny-") and config["longmem_method_args"]["factor"] == factor
+    )
     run = config["longmem_training"]
     assert (run["recipe"], run["steps"], run["data"], run["tokens"]) == (recipe, 2, str(corpus_file), 2 * 4 * 32)
     assert read_recorded_method(summary["export"])[0] == recipe.removeprefix("tiny-")
@@ -77,8 +94,16 @@ def test_longlora_exports_adapter_extras_and_a_merged_model(tiny_model_dir, corp
 def test_fox_and_matched_transformer_from_scratch(tiny_model_dir, corpus_file, tmp_path):
     exports = {}
     for name in ("tiny-fox", "tiny-transformer"):
-        summary = run_recipe(name, tiny_model_dir, corpus_file, tmp_path / name, max_steps=2, micro_batch_size=2,
-                             grad_accum_steps=1, **{"model_config.max_position_embeddings": 128})
+        summary = run_recipe(
+            name,
+            tiny_model_dir,
+            corpus_file,
+            tmp_path / name,
+            max_steps=2,
+            micro_batch_size=2,
+            grad_accum_steps=1,
+            **{"model_config.max_position_embeddings": 128},
+        )
         exports[name] = Path(summary["export"])
     types = {n: json.loads((d / "config.json").read_text())["model_type"] for n, d in exports.items()}
     assert types == {"tiny-fox": "forgetting_transformer-project_fox", "tiny-transformer": "transformer-project_fox"}
@@ -102,8 +127,9 @@ def test_infini_gates_learn_then_the_passkey_finetune_and_lm_eval(tiny_model_dir
     config = json.loads((Path(first["export"]) / "config.json").read_text())
     assert config["longmem_method"] == "infini" and config["longmem_method_args"]["segment_length"] == 16
     assert config["longmem_training"]["recipe"] == "tiny-infini"
-    second = run_recipe("tiny-infini-passkey", first["export"], "passkey", tmp_path / "passkey", max_steps=2,
-                        seq_len=96, **segment)  # one whole passkey instance per row
+    second = run_recipe(
+        "tiny-infini-passkey", first["export"], "passkey", tmp_path / "passkey", max_steps=2, seq_len=96, **segment
+    )  # one whole passkey instance per row
     assert not torch.equal(read_gates(second["export"]), gates)
     results = lm_eval(f"pretrained={second['export']}", corpus_file, tmp_path / "eval")
     assert results["config"]["longmem_method"] == "infini"
@@ -115,8 +141,9 @@ def test_method_vanilla_continues_pretraining_with_the_rope_unchanged(tiny_model
     weights and leaves rope_parameters and the context length as the base model has them."""
     from safetensors.torch import load_file
 
-    summary = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2,
-                         method="vanilla", method_args="{}")
+    summary = run_recipe(
+        "tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2, method="vanilla", method_args="{}"
+    )
     export = Path(summary["export"])
     config = json.loads((export / "config.json").read_text())
     assert config["longmem_method"] == "vanilla" and config["longmem_method_args"] == {}
@@ -131,10 +158,19 @@ def test_tokenizer_key_sets_the_from_scratch_vocabulary(tiny_model_dir, corpus_f
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     tokenizer.add_tokens(["zyzzyva", "quixotic"])
     tokenizer.save_pretrained(tmp_path / "tokenizer")
-    llama = "{model_type: llama, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, " \
-            "num_attention_heads: 2, num_key_value_heads: 2, max_position_embeddings: 64}"
-    summary = run_recipe("tiny-transformer", tiny_model_dir, corpus_file, tmp_path / "run", max_steps=2,
-                         model_config=llama, tokenizer=tmp_path / "tokenizer")
+    llama = (
+        "{model_type: llama, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, "
+        "num_attention_heads: 2, num_key_value_heads: 2, max_position_embeddings: 64}"
+    )
+    summary = run_recipe(
+        "tiny-transformer",
+        tiny_model_dir,
+        corpus_file,
+        tmp_path / "run",
+        max_steps=2,
+        model_config=llama,
+        tokenizer=tmp_path / "tokenizer",
+    )
     export = Path(summary["export"])
     assert json.loads((export / "config.json").read_text())["vocab_size"] == len(tokenizer)
     assert "zyzzyva" in AutoTokenizer.from_pretrained(export).get_vocab()

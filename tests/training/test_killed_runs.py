@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers.fault_injection import FaultTally
 from safetensors.torch import load_file
+
+from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.fault_injection import FaultTally
 from tests.helpers.training_helpers import run_recipe
 from tests.helpers.training_kills import (
     ENV,
@@ -28,13 +30,16 @@ from tests.helpers.training_kills import (
     where_it_landed,
 )
 
-from lm_eval_longmem_training.progress import read_metrics
-
 FAST = {"max_steps": 20, "save_every": 5, "micro_batch_size": 1, "grad_accum_steps": 1, "ema_decay": 0.5}
 SLOW = {
     "tiny-pi": {"max_steps": 60, "save_every": 3, "micro_batch_size": 1, "grad_accum_steps": 1, "ema_decay": 0.5},
-    "tiny-longlora": {"max_steps": 40, "save_every": 4, "micro_batch_size": 1, "grad_accum_steps": 2,
-                      "keep_checkpoints": 1},
+    "tiny-longlora": {
+        "max_steps": 40,
+        "save_every": 4,
+        "micro_batch_size": 1,
+        "grad_accum_steps": 2,
+        "keep_checkpoints": 1,
+    },
 }
 LEFTOVER_SUFFIXES = (".partial", ".old", ".deleting")
 
@@ -46,7 +51,11 @@ def differences(run: Path, reference: Path) -> list[str]:
     problems = []
     if [m["loss"] for m in read_metrics(run)] != [m["loss"] for m in read_metrics(reference)]:
         problems.append("losses differ")
-    files = {str(p.relative_to(run / "export")) for p in (run / "export").rglob("*")} if (run / "export").is_dir() else set()
+    files = (
+        {str(p.relative_to(run / "export")) for p in (run / "export").rglob("*")}
+        if (run / "export").is_dir()
+        else set()
+    )
     expected = {str(p.relative_to(reference / "export")) for p in (reference / "export").rglob("*")}
     if files != expected:
         return problems + [f"export files differ: missing {sorted(expected - files)}, extra {sorted(files - expected)}"]

@@ -28,7 +28,7 @@ def test_each_row_holds_one_key_its_question_and_its_answer(tokenizer, seq_len):
     assert len(rows) == 12
     for row in rows:
         ends = np.flatnonzero(row == eos)
-        assert ends.size and row[-1] == eos and np.all(row[ends[0]:] == eos)  # EOS padding closes the row
+        assert ends.size and row[-1] == eos and np.all(row[ends[0] :] == eos)  # EOS padding closes the row
         assert seq_len - ends[0] <= 12  # the prompt filled the row up to the answer's room
         text = tokenizer.decode(row[: ends[0]].tolist())
         assert text.count("The pass key is") == 2 and text.count("What is the pass key?") == 1

@@ -23,7 +23,11 @@ def test_every_shipped_recipe_loads_with_the_papers_settings():
     assert pi.micro_batch_size * pi.grad_accum_steps == 32
     lora = load_recipe("longlora")
     assert (lora.lora_r, lora.lora_alpha, lora.lora_targets, lora.trainable_extras) == (
-        8, 16, ("q_proj", "k_proj", "v_proj", "o_proj"), ("embed", "norm"))
+        8,
+        16,
+        ("q_proj", "k_proj", "v_proj", "o_proj"),
+        ("embed", "norm"),
+    )
 
 
 def test_infini_recipes_start_the_gates_where_the_method_does():
@@ -38,8 +42,17 @@ def test_infini_recipes_start_the_gates_where_the_method_does():
 
 
 def test_overrides_are_typed_and_reach_mappings():
-    recipe = load_recipe("yarn", ["lr=1e-4", "max_steps=7", "method_args.factor=2", "approach=longlora",
-                                  "lora_targets=[q_proj,v_proj]", "gradient_checkpointing=false"])
+    recipe = load_recipe(
+        "yarn",
+        [
+            "lr=1e-4",
+            "max_steps=7",
+            "method_args.factor=2",
+            "approach=longlora",
+            "lora_targets=[q_proj,v_proj]",
+            "gradient_checkpointing=false",
+        ],
+    )
     assert recipe.lr == 1e-4 and recipe.max_steps == 7 and recipe.method_args["factor"] == 2
     assert recipe.method_args["beta_fast"] == 32.0 and recipe.lora_targets == ("q_proj", "v_proj")
     assert recipe.gradient_checkpointing is False
@@ -53,12 +66,15 @@ def test_unknown_key_lists_the_valid_ones_in_one_line():
         load_recipe("tiny-pi", ["seqlen=64"])
 
 
-@pytest.mark.parametrize("override, message", [
-    ("lr=fast", "lr=fast on the command line is not valid: expected a number such as 0.5"),
-    ("mixed_precision=fp8", "mixed_precision"),
-    ("seq_len=0", r"seq_len=0 on the command line is out of range: expected an integer >= 2"),
-    ("s2_group_fraction=0.3", "multiple of its group size"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("lr=fast", "lr=fast on the command line is not valid: expected a number such as 0.5"),
+        ("mixed_precision=fp8", "mixed_precision"),
+        ("seq_len=0", r"seq_len=0 on the command line is out of range: expected an integer >= 2"),
+        ("s2_group_fraction=0.3", "multiple of its group size"),
+    ],
+)
 def test_bad_values_are_named(override, message):
     with pytest.raises(TrainingError, match=message):
         load_recipe("tiny-longlora", [override])
@@ -113,5 +129,6 @@ def test_the_end_of_a_run_is_said_in_words():
     from lm_eval_longmem_training.cli import done_line
 
     assert done_line({"steps": 1200, "tokens": 4915200, "tokens_per_second": 131.4, "export": "runs/x/export"}) == (
-        "done: 1,200 steps, 4,915,200 tokens in all, 131 tokens/s this run; export: runs/x/export")
+        "done: 1,200 steps, 4,915,200 tokens in all, 131 tokens/s this run; export: runs/x/export"
+    )
     assert done_line({"steps": 2, "tokens": 64, "tokens_per_second": 10.0}).endswith("; no export written")

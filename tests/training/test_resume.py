@@ -9,19 +9,20 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
-from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem_training.checkpoints import checkpoint_dirs
 from lm_eval_longmem_training.data.batch_order import BatchOrder
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.training_helpers import run_recipe
 
 
 def test_stopped_and_resumed_equals_uninterrupted(tiny_model_dir, corpus_file, tmp_path):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     run_recipe("tiny-yarn", tiny_model_dir, corpus_file, whole, max_steps=6, save_every=3, ema_decay=0.5)
-    stopped = run_recipe("tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3, ema_decay=0.5,
-                         stop_after_steps=4)
+    stopped = run_recipe(
+        "tiny-yarn", tiny_model_dir, corpus_file, parts, max_steps=6, save_every=3, ema_decay=0.5, stop_after_steps=4
+    )
     assert stopped["steps"] == 4 and "export" not in stopped
     with (parts / "metrics.jsonl").open("a") as log:  # as if killed after logging a step past the checkpoint
         log.write(json.dumps({"step": 5, "loss": 0.0}) + "\n")
@@ -68,7 +69,10 @@ def test_a_hub_dataset_offline_fails_fast_with_the_fix(tiny_model_dir, tmp_path)
 def test_batches_depend_on_the_global_batch_only():
     chunks = np.arange(40 * 4).reshape(40, 4)
     one = BatchOrder(chunks, micro_batch_size=4, grad_accum_steps=2, num_processes=1, process_index=0, seed=3)
-    two = [BatchOrder(chunks, micro_batch_size=2, grad_accum_steps=2, num_processes=2, process_index=r, seed=3) for r in (0, 1)]
+    two = [
+        BatchOrder(chunks, micro_batch_size=2, grad_accum_steps=2, num_processes=2, process_index=r, seed=3)
+        for r in (0, 1)
+    ]
     for step in range(12):  # past one epoch: epochs reshuffle
         for micro in range(2):
             together = torch.cat([order.micro_batch(step, micro) for order in two])
@@ -81,8 +85,9 @@ def test_a_tied_embeddings_model_resumes_exactly_without_the_shared_tensor_notic
     """SmolLM2 ties its input and output embeddings: safetensors keeps one copy at each
     checkpoint (accelerate's 'Removed shared tensor' notice, silenced), and a resumed run still
     follows the uninterrupted one."""
-    from tests.helpers.tiny_llama import build_tiny_model
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    from tests.helpers.tiny_llama import build_tiny_model
 
     untied = build_tiny_model(tmp_path / "untied")
     config = AutoConfig.from_pretrained(untied)
@@ -97,4 +102,6 @@ def test_a_tied_embeddings_model_resumes_exactly_without_the_shared_tensor_notic
         run_recipe("tiny-pi", tied, corpus_file, tmp_path / "parts", max_steps=4, save_every=2, stop_after_steps=2)
         run_recipe("tiny-pi", tied, corpus_file, tmp_path / "parts", max_steps=4, save_every=2)
     assert not [r for r in caplog.records if "shared tensor" in r.getMessage()]
-    assert [m["loss"] for m in read_metrics(tmp_path / "parts")] == [m["loss"] for m in read_metrics(tmp_path / "whole")]
+    assert [m["loss"] for m in read_metrics(tmp_path / "parts")] == [
+        m["loss"] for m in read_metrics(tmp_path / "whole")
+    ]

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from tests.helpers.training_helpers import run_recipe
 
 from lm_eval_longmem.common.atomic_files import tidy_leftovers
 from lm_eval_longmem_training.checkpoints import checkpoint_dirs
 from lm_eval_longmem_training.cli import done_line
 from lm_eval_longmem_training.errors import TrainingError
 from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.training_helpers import run_recipe
 
 SAME_DATA = {"data_max_tokens": 2048}  # the packed chunks (so the batch order) do not depend on max_steps
 
@@ -32,8 +32,10 @@ def test_a_finished_run_says_so_and_writes_nothing(tiny_model_dir, corpus_file, 
     again = run_recipe("tiny-pi", tiny_model_dir, corpus_file, out, max_steps=4, save_every=3)
     assert again["finished"] and again["steps"] == 4 and again["export"] == str(out / "export")
     assert snapshot(out) == before
-    assert done_line(again) == (f"Already finished: 4 of max_steps=4 steps, exported to {out / 'export'}; nothing "
-                                "trained or written. A larger max_steps= continues this run.")
+    assert done_line(again) == (
+        f"Already finished: 4 of max_steps=4 steps, exported to {out / 'export'}; nothing "
+        "trained or written. A larger max_steps= continues this run."
+    )
 
 
 def test_a_larger_max_steps_continues_from_the_last_step(tiny_model_dir, corpus_file, tmp_path, capsys):
@@ -42,7 +44,9 @@ def test_a_larger_max_steps_continues_from_the_last_step(tiny_model_dir, corpus_
     capsys.readouterr()
     continued = run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "parts", max_steps=6, **SAME_DATA)
     assert "Resumed from" in capsys.readouterr().out and continued["steps"] == 6
-    assert [m["loss"] for m in read_metrics(tmp_path / "parts")] == [m["loss"] for m in read_metrics(tmp_path / "whole")]
+    assert [m["loss"] for m in read_metrics(tmp_path / "parts")] == [
+        m["loss"] for m in read_metrics(tmp_path / "whole")
+    ]
     a, b = (load_file(str(Path(s["export"]) / "model.safetensors")) for s in (whole, continued))
     assert all(torch.equal(a[k], b[k]) for k in a)
     config = json.loads((tmp_path / "parts" / "export" / "config.json").read_text())
@@ -66,7 +70,9 @@ def test_an_export_lost_to_a_kill_is_written_again_without_training(tiny_model_d
     assert all(torch.equal(weights[k], rewritten[k]) for k in weights)  # the weight average again, not the last weights
 
 
-def test_a_checkpoint_past_max_steps_is_refused_and_stop_after_steps_reached_is_done(tiny_model_dir, corpus_file, tmp_path):
+def test_a_checkpoint_past_max_steps_is_refused_and_stop_after_steps_reached_is_done(
+    tiny_model_dir, corpus_file, tmp_path
+):
     out = tmp_path / "run"
     run_recipe("tiny-pi", tiny_model_dir, corpus_file, out, max_steps=6, stop_after_steps=4)
     stopped = run_recipe("tiny-pi", tiny_model_dir, corpus_file, out, max_steps=6, stop_after_steps=3)

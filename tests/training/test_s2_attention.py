@@ -24,6 +24,8 @@ def reference(query, key, value, group):
 def test_s2_attention_matches_the_reference_and_full_length_groups_are_causal_attention():
     torch.manual_seed(0)
     query, key, value = (torch.randn(2, 4, 16, 8) for _ in range(3))
-    assert torch.allclose(s2_attention(query, key, value, group=4, scaling=None), reference(query, key, value, 4), atol=1e-5)
+    assert torch.allclose(
+        s2_attention(query, key, value, group=4, scaling=None), reference(query, key, value, 4), atol=1e-5
+    )
     full = torch.nn.functional.scaled_dot_product_attention(query, key, value, is_causal=True)
     assert torch.allclose(s2_attention(query, key, value, group=16, scaling=None), full, atol=1e-6)

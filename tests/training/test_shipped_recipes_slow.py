@@ -25,8 +25,24 @@ def test_shipped_tiny_recipe_trains_and_evaluates(recipe, method, tmp_path):
     run([str(BIN / "lm-eval-longmem"), "train", recipe, f"output_dir={tmp_path / 'run'}", "progress_bar=false"])
     export = tmp_path / "run" / "export"
     out = tmp_path / "eval"
-    run([str(BIN / "lm_eval"), "--model", "longmem", "--model_args", f"pretrained={export}", "--tasks", "forgetting_curve",
-         "--metadata", "fc_corpus=shakespeare", "fc_max_length=64", "fc_points=2", "fc_samples=2", "--output_path", str(out)])
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={export}",
+            "--tasks",
+            "forgetting_curve",
+            "--metadata",
+            "fc_corpus=shakespeare",
+            "fc_max_length=64",
+            "fc_points=2",
+            "fc_samples=2",
+            "--output_path",
+            str(out),
+        ]
+    )
     (results,) = out.rglob("results_*.json")
     config = json.loads(results.read_text())["config"]
     assert config["longmem_method"] == method and config["longmem_context_length"] == 4 * 8192

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
-from tests.helpers.training_helpers import run_recipe, tiny_overrides
 
 from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.training_helpers import run_recipe, tiny_overrides
 
 BIN = Path(sys.executable).parent
 
@@ -19,10 +19,25 @@ def test_two_processes_equal_one_at_the_same_global_batch(tiny_model_dir, corpus
     steps = {"max_steps": 3, "grad_accum_steps": 2}
     run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "one", micro_batch_size=2, **steps)
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
-    command = [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
-               "-m", "lm_eval_longmem_training", "tiny-yarn",
-               *tiny_overrides(tiny_model_dir, corpus_file, tmp_path / "two", micro_batch_size=1, **steps)]
+    command = [
+        str(BIN / "accelerate"),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "29517",
+        "-m",
+        "lm_eval_longmem_training",
+        "tiny-yarn",
+        *tiny_overrides(tiny_model_dir, corpus_file, tmp_path / "two", micro_batch_size=1, **steps),
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     one, two = read_metrics(tmp_path / "one"), read_metrics(tmp_path / "two")

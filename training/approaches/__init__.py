@@ -39,8 +39,10 @@ def get_approach(name: str) -> Approach:
     the valid ones, and the closest, otherwise)."""
     approaches = available_approaches()
     if name not in approaches:
-        raise TrainingError(f"approach={name} is not valid: expected one of {', '.join(approaches)}."
-                            f"{did_you_mean(str(name), approaches)}")
+        raise TrainingError(
+            f"approach={name} is not valid: expected one of {', '.join(approaches)}."
+            f"{did_you_mean(str(name), approaches)}"
+        )
     return the_instance(approaches[name])
 
 

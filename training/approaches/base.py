@@ -90,10 +90,10 @@ def build_method(recipe):
     """The recipe's long-memory method (None when it names none), with its arguments checked."""
     if not recipe.method:
         return None
+    from lm_eval_longmem.common.suggestions import did_you_mean
+    from lm_eval_longmem.models.method_framework.arguments import field_names
     from lm_eval_longmem.models.method_registry import MethodArgumentError, UnknownMethodError, get_method
     from lm_eval_longmem.models.method_registry import build_method as build
-    from lm_eval_longmem.models.method_framework.arguments import field_names
-    from lm_eval_longmem.common.suggestions import did_you_mean
 
     try:
         known = field_names(get_method(recipe.method).Args)
@@ -101,7 +101,8 @@ def build_method(recipe):
         if unknown:  # build_method expects only its own arguments (lm-eval's front end splits them off)
             raise TrainingError(
                 f"method_args.{unknown[0]}: method={recipe.method} has no argument {unknown[0]!r}."
-                f"{did_you_mean(unknown[0], known, form='method_args.{}')} Its arguments: {', '.join(sorted(known))}.")
+                f"{did_you_mean(unknown[0], known, form='method_args.{}')} Its arguments: {', '.join(sorted(known))}."
+            )
         return build(recipe.method, recipe.method_args)
     except (MethodArgumentError, UnknownMethodError) as err:
         raise TrainingError(f"recipe method: {err}") from None
@@ -141,8 +142,9 @@ def load_tokenizer(recipe, source: str):
 def load_pretrained(recipe) -> TrainableModel:
     """The base model in fp32 with the recipe's config fields and the method's config edits
     applied, as `--model longmem` would load it with that method."""
-    from lm_eval_longmem.models.rope.parameters import NotARopeModelError
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    from lm_eval_longmem.models.rope.parameters import NotARopeModelError
 
     source = base_model_source(recipe)
     method = build_method(recipe)
@@ -160,8 +162,9 @@ def load_pretrained(recipe) -> TrainableModel:
         except (TypeError, ValueError, RuntimeError) as err:
             if not recipe.model_config:
                 raise
-            raise TrainingError(f"model_config {recipe.model_config}: the model cannot be built with it "
-                                f"({type(err).__name__}: {err}).") from None
+            raise TrainingError(
+                f"model_config {recipe.model_config}: the model cannot be built with it ({type(err).__name__}: {err})."
+            ) from None
     if method is not None:
         model = method.prepare_model(model)
     return TrainableModel(model=model, tokenizer=load_tokenizer(recipe, source), method=method)

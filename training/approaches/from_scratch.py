@@ -8,11 +8,15 @@ skips norms and biases (every parameter with fewer than two dimensions)."""
 
 from __future__ import annotations
 
-from .base import (
-    Approach, TrainableModel, base_model_source, build_method, load_tokenizer,
-)
 from ..config_fields import check_config_fields
 from ..errors import TrainingError
+from .base import (
+    Approach,
+    TrainableModel,
+    base_model_source,
+    build_method,
+    load_tokenizer,
+)
 
 
 class FromScratch(Approach):
@@ -21,8 +25,9 @@ class FromScratch(Approach):
     starts_from_base_model = False  # model_config is checked here, against its model type's defaults
 
     def check(self, recipe):
-        import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
         from transformers import CONFIG_MAPPING
+
+        import lm_eval_longmem.models.fox  # noqa: F401  (registers the FoX model types)
 
         model_type = recipe.model_config.get("model_type")
         if not model_type:
@@ -30,8 +35,10 @@ class FromScratch(Approach):
         if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
             from lm_eval_longmem.common.suggestions import did_you_mean
 
-            raise TrainingError(f"model_config.model_type={model_type} is not a model type transformers knows."
-                                f"{did_you_mean(str(model_type), CONFIG_MAPPING.keys())}")
+            raise TrainingError(
+                f"model_config.model_type={model_type} is not a model type transformers knows."
+                f"{did_you_mean(str(model_type), CONFIG_MAPPING.keys())}"
+            )
         fields = {k: v for k, v in recipe.model_config.items() if k != "model_type"}
         check_config_fields(CONFIG_MAPPING[model_type](), fields, f"the {model_type} default")
         super().check(recipe)
@@ -53,7 +60,9 @@ class FromScratch(Approach):
         try:
             model = AutoModelForCausalLM.from_config(config, dtype="float32")
         except (TypeError, ValueError, RuntimeError) as err:
-            raise TrainingError(f"model_config: the model cannot be built with it ({type(err).__name__}: {err}).") from None
+            raise TrainingError(
+                f"model_config: the model cannot be built with it ({type(err).__name__}: {err})."
+            ) from None
         return TrainableModel(model=model, tokenizer=tokenizer, method=build_method(recipe))
 
     def param_groups(self, trainable, recipe):
@@ -64,4 +73,3 @@ class FromScratch(Approach):
             {"params": decayed, "lr": recipe.lr, "weight_decay": recipe.weight_decay},
             {"params": kept, "lr": recipe.lr, "weight_decay": 0.0},
         ]
-

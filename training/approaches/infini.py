@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 from ..errors import TrainingError
 from ..key_checks import POSITIVE
 from ..recipe_key import key
+from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 
 
 @dataclass
@@ -53,7 +53,11 @@ class InfiniAttention(Approach):
         gate_ids = {id(p) for p in trainable.extras["causal_lm"].infini_gates.parameters()}
         params = [p for p in trainable.model.parameters() if p.requires_grad]
         return [
-            {"params": [p for p in params if id(p) not in gate_ids], "lr": recipe.lr, "weight_decay": recipe.weight_decay},
+            {
+                "params": [p for p in params if id(p) not in gate_ids],
+                "lr": recipe.lr,
+                "weight_decay": recipe.weight_decay,
+            },
             {"params": [p for p in params if id(p) in gate_ids], "lr": recipe.gate_lr, "weight_decay": 0.0},
         ]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import Approach, load_pretrained, save_recorded_checkpoint
 from ..errors import TrainingError
 from ..key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
 from ..recipe_key import key
+from .base import Approach, load_pretrained, save_recorded_checkpoint
 
 ADAPTER_DIR = "adapter"
 EXTRAS_FILE = "trainable_extras.safetensors"
@@ -25,13 +25,16 @@ class LongLoRAKeys:
     lora_r: int = key(8, "LoRA rank", "longlora", AT_LEAST_ONE)
     lora_alpha: int = key(16, "LoRA alpha", "longlora", AT_LEAST_ONE)
     lora_dropout: float = key(0.0, "LoRA dropout", "longlora", BELOW_ONE)
-    lora_targets: tuple[str, ...] = key(("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters",
-                                        "longlora", NOT_EMPTY)
-    trainable_extras: tuple[str, ...] = key(("embed", "norm"), "parameters trained in full beside LoRA "
-                                                              "(names containing these)", "longlora", NOT_EMPTY)
+    lora_targets: tuple[str, ...] = key(
+        ("q_proj", "k_proj", "v_proj", "o_proj"), "modules given LoRA adapters", "longlora", NOT_EMPTY
+    )
+    trainable_extras: tuple[str, ...] = key(
+        ("embed", "norm"), "parameters trained in full beside LoRA (names containing these)", "longlora", NOT_EMPTY
+    )
     s2_attention: bool = key(True, "shifted sparse attention while training (never in the export)", "longlora")
-    s2_group_fraction: float = key(0.25, "S2 group size as a fraction of seq_len", "longlora",
-                                  Range(0, 1, low_open=True))
+    s2_group_fraction: float = key(
+        0.25, "S2 group size as a fraction of seq_len", "longlora", Range(0, 1, low_open=True)
+    )
 
 
 class LongLoRA(Approach):
@@ -61,8 +64,11 @@ class LongLoRA(Approach):
         if recipe.s2_attention:
             enable_s2_attention(trainable.model, s2_group_size(recipe))
         lora = LoraConfig(
-            r=recipe.lora_r, lora_alpha=recipe.lora_alpha, lora_dropout=recipe.lora_dropout,
-            target_modules=list(recipe.lora_targets), task_type="CAUSAL_LM",
+            r=recipe.lora_r,
+            lora_alpha=recipe.lora_alpha,
+            lora_dropout=recipe.lora_dropout,
+            target_modules=list(recipe.lora_targets),
+            task_type="CAUSAL_LM",
         )
         model = get_peft_model(trainable.model, lora)
         extras = unfreeze_extras(model, recipe.trainable_extras)
@@ -97,4 +103,3 @@ def unfreeze_extras(model, patterns) -> list[str]:
             param.requires_grad_(True)
             names.append(name)
     return names
-

@@ -1,8 +1,8 @@
 """`rope_extension`: full fine-tune of a model whose RoPE the recipe's method (pi, ntk, yarn, ...)
 has extended, as the controlled study trains its exact-attention baselines."""
 
-from .base import Approach, load_pretrained
 from ..errors import TrainingError
+from .base import Approach, load_pretrained
 
 
 class RopeExtension(Approach):

@@ -12,11 +12,12 @@ import itertools
 import numpy as np
 from filelock import FileLock
 
+from lm_eval_longmem.common.paths import cache_dir
 from lm_eval_longmem.data.cached_arrays import load_cached_array, save_cached_array
 from lm_eval_longmem.data.token_stream import tokenizer_fingerprint
-from lm_eval_longmem.common.paths import cache_dir
-from .text_sources import TextSource
+
 from ..errors import TrainingError
+from .text_sources import TextSource
 
 BATCH_DOCUMENTS = 16
 
@@ -33,7 +34,9 @@ def packed_chunks(source: TextSource, tokenizer, seq_len: int, max_tokens: int =
     with FileLock(str(path) + ".lock"):
         stream = load_cached_array(path, mmap=True)
         if stream is None:
-            save_cached_array(path, pack_documents(source.documents, tokenizer, eos, limit, seq_len if source.one_per_row else 0))
+            save_cached_array(
+                path, pack_documents(source.documents, tokenizer, eos, limit, seq_len if source.one_per_row else 0)
+            )
             stream = np.load(path, mmap_mode="r")
     num_chunks = len(stream) // seq_len
     if num_chunks == 0:
@@ -51,7 +54,9 @@ def pack_documents(documents, tokenizer, eos: int, limit: int = 0, row_length: i
             piece = [*ids, eos]
             if row_length:
                 if len(piece) > row_length:
-                    raise TrainingError(f"A document of {len(ids)} tokens does not fit one row of seq_len={row_length}.")
+                    raise TrainingError(
+                        f"A document of {len(ids)} tokens does not fit one row of seq_len={row_length}."
+                    )
                 piece += [eos] * (row_length - len(piece))
             pieces.append(np.asarray(piece, dtype=np.int64))
             total += len(piece)

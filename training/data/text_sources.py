@@ -11,9 +11,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lm_eval_longmem.common.hub import looks_like_hub_id
 from lm_eval_longmem.data.corpora import CORPUS_NAMES, CorpusUnavailableError, load_corpus
 from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError, load_hub_dataset
-from lm_eval_longmem.common.hub import looks_like_hub_id
+
 from ..errors import TrainingError
 
 
@@ -28,12 +29,22 @@ class TextSource:
 PASSKEY = "passkey"
 
 
-def open_text_source(data: str, *, config: str = "", split: str = "train", text_column: str = "text",
-                     seed: int = 0, seq_len: int = 4096, tokenizer=None) -> TextSource:
+def open_text_source(
+    data: str,
+    *,
+    config: str = "",
+    split: str = "train",
+    text_column: str = "text",
+    seed: int = 0,
+    seq_len: int = 4096,
+    tokenizer=None,
+) -> TextSource:
     if data == PASSKEY:
         if tokenizer is None:
             raise ValueError("data=passkey sizes its documents in tokens: pass the tokenizer")
-        documents = passkey_documents(seed, seq_len, lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+        documents = passkey_documents(
+            seed, seq_len, lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        )
         return TextSource(f"passkey-rows:{seed}:{seq_len}", documents, streamed=True, one_per_row=True)
     if data in CORPUS_NAMES or os.path.exists(os.path.expanduser(data)):
         try:
@@ -46,12 +57,14 @@ def open_text_source(data: str, *, config: str = "", split: str = "train", text_
             f"data={data!r} is neither a corpus ({', '.join(CORPUS_NAMES)}), an existing file or folder, "
             "nor a `datasets` Hub id."
         )
-    return TextSource(f"hub:{data}:{config}:{split}:{text_column}", hub_documents(data, config, split, text_column), True)
+    return TextSource(
+        f"hub:{data}:{config}:{split}:{text_column}", hub_documents(data, config, split, text_column), True
+    )
 
 
 def hub_documents(data: str, config: str, split: str, text_column: str) -> Iterable[str]:
     fix = (
-        f"run once where the Hub is reachable to cache it (e.g. `python -c \"import datasets; "
+        f'run once where the Hub is reachable to cache it (e.g. `python -c "import datasets; '
         f"datasets.load_dataset('{data}', split='{split}')\"`), or train on local text: data=<file or folder> "
         "or data=shakespeare (embedded, offline)."
     )
@@ -69,7 +82,12 @@ def passkey_documents(seed: int, seq_len: int, count) -> Iterable[str]:
     longest prompt that leaves room in `seq_len` tokens for the answer and an EOS."""
     import random
 
-    from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, KEY_RANGE, PromptTooShortError, prompt_sized_to_tokens
+    from lm_eval_longmem.data.passkey_prompt import (
+        ANSWER_TOKENS,
+        KEY_RANGE,
+        PromptTooShortError,
+        prompt_sized_to_tokens,
+    )
 
     rng = random.Random(seed)
     while True:
@@ -77,5 +95,7 @@ def passkey_documents(seed: int, seq_len: int, count) -> Iterable[str]:
         try:
             prompt, _ = prompt_sized_to_tokens(seq_len - ANSWER_TOKENS - 1, rng.randint(0, 100), key, count)
         except PromptTooShortError:
-            raise TrainingError(f"data=passkey: seq_len={seq_len} is too short for a passkey prompt and its answer.") from None
+            raise TrainingError(
+                f"data=passkey: seq_len={seq_len} is too short for a passkey prompt and its answer."
+            ) from None
         yield f"{prompt} {key}."

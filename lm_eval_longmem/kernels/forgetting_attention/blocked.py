@@ -73,7 +73,11 @@ class BlockedBiasedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, q_bias, k_bias, scale, key_lo, block):
         kv_heads = k.shape[2]
-        qs, qb, kb = _split_groups(q, kv_heads), _split_groups(q_bias.float(), kv_heads), _split_groups(k_bias.float(), kv_heads)
+        qs, qb, kb = (
+            _split_groups(q, kv_heads),
+            _split_groups(q_bias.float(), kv_heads),
+            _split_groups(k_bias.float(), kv_heads),
+        )
         ks, vs = k.movedim(1, 2)[:, :, None], v.movedim(1, 2)[:, :, None]
         plan = _BlockPlan(q.shape[1], k.shape[1], key_lo, block, q.device)
         out = torch.zeros(qs.shape, dtype=torch.float32, device=q.device)
@@ -87,7 +91,9 @@ class BlockedBiasedAttention(torch.autograd.Function):
             row_max = row_max.masked_fill(row_max == float("-inf"), 0.0)
             weights = scores.sub_(row_max).exp_()
             total = weights.sum(dim=-1, keepdim=True)
-            out[:, :, :, rows.start : rows.stop] = torch.matmul(weights, vs[:, :, :, cols.start : cols.stop].float()) / total.clamp_min(1e-30)
+            out[:, :, :, rows.start : rows.stop] = torch.matmul(
+                weights, vs[:, :, :, cols.start : cols.stop].float()
+            ) / total.clamp_min(1e-30)
             block_lse = (row_max + total.log()).squeeze(-1)
             lse[..., rows.start : rows.stop] = block_lse.masked_fill(total.squeeze(-1) == 0, float("inf"))
         out = _merge_groups(out).to(q.dtype)
@@ -99,7 +105,11 @@ class BlockedBiasedAttention(torch.autograd.Function):
     def backward(ctx, grad_out):
         q, k, v, q_bias, k_bias, out, lse, key_lo = ctx.saved_tensors
         scale, kv_heads = ctx.scale, k.shape[2]
-        qs, qb, kb = _split_groups(q, kv_heads), _split_groups(q_bias.float(), kv_heads), _split_groups(k_bias.float(), kv_heads)
+        qs, qb, kb = (
+            _split_groups(q, kv_heads),
+            _split_groups(q_bias.float(), kv_heads),
+            _split_groups(k_bias.float(), kv_heads),
+        )
         ks, vs = k.movedim(1, 2)[:, :, None], v.movedim(1, 2)[:, :, None]
         dos = _split_groups(grad_out.float(), kv_heads)
         delta = _split_groups((grad_out.float() * out.float()).sum(-1), kv_heads)

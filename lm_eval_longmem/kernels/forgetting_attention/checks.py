@@ -14,7 +14,9 @@ def check_attention_args(q, k, v, q_bias, k_bias, seq_start, cu_seqlens) -> None
     batch, num_queries, q_heads, head_dim = q.shape
     num_keys, kv_heads = k.shape[1], k.shape[2]
     if k.shape != v.shape[:3] + (head_dim,) or k.shape[0] != batch or k.shape[-1] != head_dim:
-        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must match q {tuple(q.shape)} in batch and head_dim")
+        raise ValueError(
+            f"k {tuple(k.shape)} and v {tuple(v.shape)} must match q {tuple(q.shape)} in batch and head_dim"
+        )
     if v.shape[-1] != head_dim:
         raise ValueError("v must have the same head_dim as q and k")
     if kv_heads == 0 or q_heads % kv_heads:

@@ -89,7 +89,9 @@ def biased_attention(
     scale = default_scale(scale, q.shape[-1])
     chosen = choose_backend(backend, q, k, v)
     if chosen == "reference":
-        return reference_biased_attention(q, k, v, q_bias, k_bias, scale=scale, seq_start=seq_start, cu_seqlens=cu_seqlens)
+        return reference_biased_attention(
+            q, k, v, q_bias, k_bias, scale=scale, seq_start=seq_start, cu_seqlens=cu_seqlens
+        )
     bounds = key_window_bounds(q.shape[0], q.shape[1], k.shape[1], seq_start, cu_seqlens, q.device)
     q_bias, k_bias = fp32(q_bias), fp32(k_bias)
     if chosen == "blocked":

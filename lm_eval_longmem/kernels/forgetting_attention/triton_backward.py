@@ -17,7 +17,9 @@ from .triton_forward import key_range, load_key_lo
 
 
 @triton.jit
-def output_dot_grad_kernel(O, DO, DELTA, stride_b, stride_t, stride_h, num_queries, q_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+def output_dot_grad_kernel(
+    O, DO, DELTA, stride_b, stride_t, stride_h, num_queries, q_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr
+):
     """``delta[b, h, i] = sum_d O * dO`` in fp32 (O and dO share strides)."""
     batch_head = tl.program_id(1)
     b = (batch_head // q_heads).to(tl.int64)
@@ -40,9 +42,28 @@ def _visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW: tl.constexpr
 
 @triton.jit
 def _dq_key_block(
-    dq, q, grad_out, q_bias, lse, delta, rows, key_lo, k_base, v_base, kb_base, stride_kt, stride_vt, stride_kbt,
-    start, num_queries, num_keys, scale_log2,
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    dq,
+    q,
+    grad_out,
+    q_bias,
+    lse,
+    delta,
+    rows,
+    key_lo,
+    k_base,
+    v_base,
+    kb_base,
+    stride_kt,
+    stride_vt,
+    stride_kbt,
+    start,
+    num_queries,
+    num_keys,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     cols = start + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
@@ -64,11 +85,39 @@ def _dq_key_block(
 )
 @triton.jit
 def biased_attention_dq_kernel(
-    Q, K, V, QB, KB, KEY_LO, DO, LSE, DELTA, DQ,
-    stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
-    stride_qbb, stride_qbt, stride_kbb, stride_kbt,
-    num_queries, num_keys, q_heads, group, scale, scale_log2,
-    HEAD_DIM: tl.constexpr, HAS_WINDOW: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    Q,
+    K,
+    V,
+    QB,
+    KB,
+    KEY_LO,
+    DO,
+    LSE,
+    DELTA,
+    DQ,
+    stride_qb,
+    stride_qt,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_qbb,
+    stride_qbt,
+    stride_kbb,
+    stride_kbt,
+    num_queries,
+    num_keys,
+    q_heads,
+    group,
+    scale,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     """dq for one query block of one query head (q, dO and dq share strides)."""
     batch_head = tl.program_id(1)
@@ -95,22 +144,82 @@ def biased_attention_dq_kernel(
     start, unmasked_stop, stop = key_range(first_row, BLOCK_M, num_queries, num_keys, key_lo, BLOCK_N, HAS_WINDOW)
     for key_start in range(start, unmasked_stop, BLOCK_N):
         dq = _dq_key_block(
-            dq, q, grad_out, q_bias, lse, delta, rows, key_lo, k_base, v_base, kb_base, stride_kt, stride_vt, stride_kbt,
-            key_start, num_queries, num_keys, scale_log2, HEAD_DIM, BLOCK_N, False, HAS_WINDOW,
+            dq,
+            q,
+            grad_out,
+            q_bias,
+            lse,
+            delta,
+            rows,
+            key_lo,
+            k_base,
+            v_base,
+            kb_base,
+            stride_kt,
+            stride_vt,
+            stride_kbt,
+            key_start,
+            num_queries,
+            num_keys,
+            scale_log2,
+            HEAD_DIM,
+            BLOCK_N,
+            False,
+            HAS_WINDOW,
         )
     for key_start in range(unmasked_stop, stop, BLOCK_N):
         dq = _dq_key_block(
-            dq, q, grad_out, q_bias, lse, delta, rows, key_lo, k_base, v_base, kb_base, stride_kt, stride_vt, stride_kbt,
-            key_start, num_queries, num_keys, scale_log2, HEAD_DIM, BLOCK_N, True, HAS_WINDOW,
+            dq,
+            q,
+            grad_out,
+            q_bias,
+            lse,
+            delta,
+            rows,
+            key_lo,
+            k_base,
+            v_base,
+            kb_base,
+            stride_kt,
+            stride_vt,
+            stride_kbt,
+            key_start,
+            num_queries,
+            num_keys,
+            scale_log2,
+            HEAD_DIM,
+            BLOCK_N,
+            True,
+            HAS_WINDOW,
         )
     tl.store(DQ + row_offsets, (dq * scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
 @triton.jit
 def _dkdv_query_block(
-    dk, dv, dkb, k, v, k_bias, cols, q_base, do_base, qb_base, lse_base, delta_base, key_lo_base,
-    stride_qt, stride_qbt, start, num_queries, num_keys, scale_log2,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    dk,
+    dv,
+    dkb,
+    k,
+    v,
+    k_bias,
+    cols,
+    q_base,
+    do_base,
+    qb_base,
+    lse_base,
+    delta_base,
+    key_lo_base,
+    stride_qt,
+    stride_qbt,
+    start,
+    num_queries,
+    num_keys,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    MASKED: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     rows = start + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
@@ -138,11 +247,42 @@ def _dkdv_query_block(
 )
 @triton.jit
 def biased_attention_dkdv_kernel(
-    Q, K, V, QB, KB, KEY_LO, QUERY_END, DO, LSE, DELTA, DK, DV, DKB,
-    stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
-    stride_qbb, stride_qbt, stride_kbb, stride_kbt,
-    num_queries, num_keys, q_heads, group, scale, scale_log2,
-    HEAD_DIM: tl.constexpr, HAS_WINDOW: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    Q,
+    K,
+    V,
+    QB,
+    KB,
+    KEY_LO,
+    QUERY_END,
+    DO,
+    LSE,
+    DELTA,
+    DK,
+    DV,
+    DKB,
+    stride_qb,
+    stride_qt,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_qbb,
+    stride_qbt,
+    stride_kbb,
+    stride_kbt,
+    num_queries,
+    num_keys,
+    q_heads,
+    group,
+    scale,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     """dk, dv of one key block of one kv head, summed over its query heads; d k_bias per query head.
     (q/dO, k/dk, v/dv and k_bias/d k_bias share strides.)"""
@@ -185,13 +325,55 @@ def biased_attention_dkdv_kernel(
         dkb = tl.zeros([BLOCK_N], dtype=tl.float32)
         for query_start in range(start, unmasked_start, BLOCK_M):
             dk, dv, dkb = _dkdv_query_block(
-                dk, dv, dkb, k, v, k_bias, cols, q_base, do_base, qb_base, LSE + stats_base, DELTA + stats_base, key_lo_base,
-                stride_qt, stride_qbt, query_start, num_queries, num_keys, scale_log2, HEAD_DIM, BLOCK_M, True, HAS_WINDOW,
+                dk,
+                dv,
+                dkb,
+                k,
+                v,
+                k_bias,
+                cols,
+                q_base,
+                do_base,
+                qb_base,
+                LSE + stats_base,
+                DELTA + stats_base,
+                key_lo_base,
+                stride_qt,
+                stride_qbt,
+                query_start,
+                num_queries,
+                num_keys,
+                scale_log2,
+                HEAD_DIM,
+                BLOCK_M,
+                True,
+                HAS_WINDOW,
             )
         for query_start in range(unmasked_start, stop, BLOCK_M):
             dk, dv, dkb = _dkdv_query_block(
-                dk, dv, dkb, k, v, k_bias, cols, q_base, do_base, qb_base, LSE + stats_base, DELTA + stats_base, key_lo_base,
-                stride_qt, stride_qbt, query_start, num_queries, num_keys, scale_log2, HEAD_DIM, BLOCK_M, False, HAS_WINDOW,
+                dk,
+                dv,
+                dkb,
+                k,
+                v,
+                k_bias,
+                cols,
+                q_base,
+                do_base,
+                qb_base,
+                LSE + stats_base,
+                DELTA + stats_base,
+                key_lo_base,
+                stride_qt,
+                stride_qbt,
+                query_start,
+                num_queries,
+                num_keys,
+                scale_log2,
+                HEAD_DIM,
+                BLOCK_M,
+                False,
+                HAS_WINDOW,
             )
         tl.store(DKB + kb_offsets, -dkb, mask=col_ok)
     tl.store(DK + k_offsets, (dk * scale).to(DK.dtype.element_ty), mask=col_ok[:, None])

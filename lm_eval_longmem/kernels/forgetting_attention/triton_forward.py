@@ -17,10 +17,26 @@ from .triton_common import biased_scores, block_configs, dot
 
 @triton.jit
 def _attend_key_block(
-    acc, row_sum, row_max, q, q_bias, positions, key_lo,
-    k_base, v_base, kb_base, stride_kt, stride_vt, stride_kbt,
-    start, num_keys, scale_log2,
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr, HAS_WINDOW: tl.constexpr,
+    acc,
+    row_sum,
+    row_max,
+    q,
+    q_bias,
+    positions,
+    key_lo,
+    k_base,
+    v_base,
+    kb_base,
+    stride_kt,
+    stride_vt,
+    stride_kbt,
+    start,
+    num_keys,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     cols = start + tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
@@ -74,11 +90,39 @@ def key_range(first_row, num_rows, num_queries, num_keys, key_lo, BLOCK_N: tl.co
 )
 @triton.jit
 def biased_attention_forward_kernel(
-    Q, K, V, QB, KB, KEY_LO, O, LSE,
-    stride_qb, stride_qt, stride_qh, stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
-    stride_ob, stride_ot, stride_oh, stride_qbb, stride_qbt, stride_kbb, stride_kbt,
-    num_queries, num_keys, q_heads, group, scale_log2,
-    HEAD_DIM: tl.constexpr, HAS_WINDOW: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    Q,
+    K,
+    V,
+    QB,
+    KB,
+    KEY_LO,
+    O,
+    LSE,
+    stride_qb,
+    stride_qt,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_ob,
+    stride_ot,
+    stride_oh,
+    stride_qbb,
+    stride_qbt,
+    stride_kbb,
+    stride_kbt,
+    num_queries,
+    num_keys,
+    q_heads,
+    group,
+    scale_log2,
+    HEAD_DIM: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     block_id = tl.program_id(0)
     batch_head = tl.program_id(1)
@@ -91,7 +135,11 @@ def biased_attention_forward_kernel(
     dims = tl.arange(0, HEAD_DIM)
     positions = rows + (num_keys - num_queries)
 
-    q = tl.load(Q + b * stride_qb + head * stride_qh + rows[:, None] * stride_qt + dims[None, :], mask=row_ok[:, None], other=0.0)
+    q = tl.load(
+        Q + b * stride_qb + head * stride_qh + rows[:, None] * stride_qt + dims[None, :],
+        mask=row_ok[:, None],
+        other=0.0,
+    )
     q_bias = tl.load(QB + b * stride_qbb + rows * stride_qbt + head, mask=row_ok, other=0.0)
     key_lo = load_key_lo(KEY_LO + b * num_queries, rows, row_ok, num_keys, BLOCK_M, HAS_WINDOW)
     k_base = K + b * stride_kb + kv_head * stride_kh
@@ -104,20 +152,58 @@ def biased_attention_forward_kernel(
     start, unmasked_stop, stop = key_range(first_row, BLOCK_M, num_queries, num_keys, key_lo, BLOCK_N, HAS_WINDOW)
     for key_start in range(start, unmasked_stop, BLOCK_N):
         acc, row_sum, row_max = _attend_key_block(
-            acc, row_sum, row_max, q, q_bias, positions, key_lo, k_base, v_base, kb_base,
-            stride_kt, stride_vt, stride_kbt, key_start, num_keys, scale_log2,
-            HEAD_DIM, BLOCK_N, False, HAS_WINDOW,
+            acc,
+            row_sum,
+            row_max,
+            q,
+            q_bias,
+            positions,
+            key_lo,
+            k_base,
+            v_base,
+            kb_base,
+            stride_kt,
+            stride_vt,
+            stride_kbt,
+            key_start,
+            num_keys,
+            scale_log2,
+            HEAD_DIM,
+            BLOCK_N,
+            False,
+            HAS_WINDOW,
         )
     for key_start in range(unmasked_stop, stop, BLOCK_N):
         acc, row_sum, row_max = _attend_key_block(
-            acc, row_sum, row_max, q, q_bias, positions, key_lo, k_base, v_base, kb_base,
-            stride_kt, stride_vt, stride_kbt, key_start, num_keys, scale_log2,
-            HEAD_DIM, BLOCK_N, True, HAS_WINDOW,
+            acc,
+            row_sum,
+            row_max,
+            q,
+            q_bias,
+            positions,
+            key_lo,
+            k_base,
+            v_base,
+            kb_base,
+            stride_kt,
+            stride_vt,
+            stride_kbt,
+            key_start,
+            num_keys,
+            scale_log2,
+            HEAD_DIM,
+            BLOCK_N,
+            True,
+            HAS_WINDOW,
         )
 
     empty = row_sum == 0.0
     safe_sum = tl.where(empty, 1.0, row_sum)
     out = acc / safe_sum[:, None]
-    tl.store(O + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :], out.to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(
+        O + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :],
+        out.to(O.dtype.element_ty),
+        mask=row_ok[:, None],
+    )
     lse = tl.where(empty, float("inf"), row_max + tl.math.log2(safe_sum))
     tl.store(LSE + batch_head.to(tl.int64) * num_queries + rows, lse, mask=row_ok)

@@ -18,7 +18,14 @@ def _strides3(t: torch.Tensor) -> tuple[int, int, int]:
 
 def _shape_args(q, k, scale):
     batch, num_queries, q_heads, head_dim = q.shape
-    return dict(num_queries=num_queries, num_keys=k.shape[1], q_heads=q_heads, group=q_heads // k.shape[2], head_dim=head_dim, batch=batch)
+    return dict(
+        num_queries=num_queries,
+        num_keys=k.shape[1],
+        q_heads=q_heads,
+        group=q_heads // k.shape[2],
+        head_dim=head_dim,
+        batch=batch,
+    )
 
 
 class TritonBiasedAttention(torch.autograd.Function):
@@ -34,11 +41,29 @@ class TritonBiasedAttention(torch.autograd.Function):
         lse = torch.empty(shape["batch"], shape["q_heads"], shape["num_queries"], dtype=torch.float32, device=q.device)
         grid = lambda meta: (triton.cdiv(shape["num_queries"], meta["BLOCK_M"]), shape["batch"] * shape["q_heads"])  # noqa: E731
         biased_attention_forward_kernel[grid](
-            q, k, v, q_bias, k_bias, window, out, lse,
-            *_strides3(q), *_strides3(k), *_strides3(v), *_strides3(out),
-            q_bias.stride(0), q_bias.stride(1), k_bias.stride(0), k_bias.stride(1),
-            shape["num_queries"], shape["num_keys"], shape["q_heads"], shape["group"], scale * LOG2E_HOST,
-            HEAD_DIM=shape["head_dim"], HAS_WINDOW=has_window,
+            q,
+            k,
+            v,
+            q_bias,
+            k_bias,
+            window,
+            out,
+            lse,
+            *_strides3(q),
+            *_strides3(k),
+            *_strides3(v),
+            *_strides3(out),
+            q_bias.stride(0),
+            q_bias.stride(1),
+            k_bias.stride(0),
+            k_bias.stride(1),
+            shape["num_queries"],
+            shape["num_keys"],
+            shape["q_heads"],
+            shape["group"],
+            scale * LOG2E_HOST,
+            HEAD_DIM=shape["head_dim"],
+            HAS_WINDOW=has_window,
         )
         ctx.save_for_backward(q, k, v, q_bias, k_bias, out, lse, window, query_end if has_window else window)
         ctx.scale, ctx.has_window = scale, has_window
@@ -52,25 +77,67 @@ class TritonBiasedAttention(torch.autograd.Function):
         batch, q_heads, num_queries = shape["batch"], shape["q_heads"], shape["num_queries"]
         delta = torch.empty_like(lse)
         output_dot_grad_kernel[(triton.cdiv(num_queries, _DELTA_BLOCK), batch * q_heads)](
-            out, grad_out, delta, *_strides3(out), num_queries, q_heads, HEAD_DIM=shape["head_dim"], BLOCK_M=_DELTA_BLOCK,
+            out,
+            grad_out,
+            delta,
+            *_strides3(out),
+            num_queries,
+            q_heads,
+            HEAD_DIM=shape["head_dim"],
+            BLOCK_M=_DELTA_BLOCK,
         )
         dq = torch.empty_like(q)
         dk, dv = torch.empty_like(k), torch.empty_like(v)
         dkb = torch.empty_like(k_bias)
         common = (
-            *_strides3(q), *_strides3(k), *_strides3(v),
-            q_bias.stride(0), q_bias.stride(1), k_bias.stride(0), k_bias.stride(1),
-            num_queries, shape["num_keys"], q_heads, shape["group"], ctx.scale, ctx.scale * LOG2E_HOST,
+            *_strides3(q),
+            *_strides3(k),
+            *_strides3(v),
+            q_bias.stride(0),
+            q_bias.stride(1),
+            k_bias.stride(0),
+            k_bias.stride(1),
+            num_queries,
+            shape["num_keys"],
+            q_heads,
+            shape["group"],
+            ctx.scale,
+            ctx.scale * LOG2E_HOST,
         )
         dq_grid = lambda meta: (triton.cdiv(num_queries, meta["BLOCK_M"]), batch * q_heads)  # noqa: E731
         biased_attention_dq_kernel[dq_grid](
-            q, k, v, q_bias, k_bias, window, grad_out, lse, delta, dq, *common,
-            HEAD_DIM=shape["head_dim"], HAS_WINDOW=ctx.has_window,
+            q,
+            k,
+            v,
+            q_bias,
+            k_bias,
+            window,
+            grad_out,
+            lse,
+            delta,
+            dq,
+            *common,
+            HEAD_DIM=shape["head_dim"],
+            HAS_WINDOW=ctx.has_window,
         )
         kv_grid = lambda meta: (triton.cdiv(shape["num_keys"], meta["BLOCK_N"]), batch * k.shape[2])  # noqa: E731
         biased_attention_dkdv_kernel[kv_grid](
-            q, k, v, q_bias, k_bias, window, query_end, grad_out, lse, delta, dk, dv, dkb, *common,
-            HEAD_DIM=shape["head_dim"], HAS_WINDOW=ctx.has_window,
+            q,
+            k,
+            v,
+            q_bias,
+            k_bias,
+            window,
+            query_end,
+            grad_out,
+            lse,
+            delta,
+            dk,
+            dv,
+            dkb,
+            *common,
+            HEAD_DIM=shape["head_dim"],
+            HAS_WINDOW=ctx.has_window,
         )
         return dq, dk, dv, torch.zeros_like(q_bias), dkb, None, None, None
 

@@ -103,8 +103,16 @@ def _band(piece: Band, q, k, v, scaling, offset):
         q[:, :, first - offset :].transpose(1, 2),
         k[:, :, k_start:k_end].transpose(1, 2),
         v[:, :, k_start:k_end].transpose(1, 2),
-        None, None, end - first, k_end - k_start, 0.0, True, False,
-        scale=scaling, window_size_left=-1 if piece.hi is None else piece.hi - piece.lo, window_size_right=0,
+        None,
+        None,
+        end - first,
+        k_end - k_start,
+        0.0,
+        True,
+        False,
+        scale=scaling,
+        window_size_left=-1 if piece.hi is None else piece.hi - piece.lo,
+        window_size_right=0,
     )[:2]
     if first == offset:
         return out.transpose(1, 2), lse.float()

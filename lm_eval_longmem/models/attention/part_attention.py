@@ -126,8 +126,13 @@ def part_attention(
                 mask = mask & padding[:, :, start:stop][..., key_index]
             partials.append(
                 attend_with_lse(
-                    backend, part_queries[:, :, start:stop], _gather(part_keys, ranges), _gather(value, ranges),
-                    mask, scaling, groups,
+                    backend,
+                    part_queries[:, :, start:stop],
+                    _gather(part_keys, ranges),
+                    _gather(value, ranges),
+                    mask,
+                    scaling,
+                    groups,
                 )
             )
         output[:, :, start:stop] = merge_partials(partials)

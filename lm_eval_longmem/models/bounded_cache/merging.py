@@ -74,7 +74,9 @@ def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, nu
     return merged
 
 
-def fisher_merge(cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor) -> LayerCache:
+def fisher_merge(
+    cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor
+) -> LayerCache:
     """The cache after merging the chosen pairs: keys and values each by their own Fisher weights."""
     groups = merge_groups(pairs)
     num_groups = int(groups[-1]) + 1

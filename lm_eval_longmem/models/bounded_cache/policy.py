@@ -53,8 +53,10 @@ def budget_fix(max_context_length: int, sink_length: int, chunk_size: int) -> st
     if room < 1:
         return f"Fix: max_context_length={needed} or more (no chunk_size fits beside sink_length={sink_length})."
     fitting = 1 << (room.bit_length() - 1)
-    return (f"Fix: chunk_size={fitting} (the largest power of two that fits; any chunk_size up to {room} "
-            f"does), or max_context_length={needed} or more.")
+    return (
+        f"Fix: chunk_size={fitting} (the largest power of two that fits; any chunk_size up to {room} "
+        f"does), or max_context_length={needed} or more."
+    )
 
 
 @dataclass

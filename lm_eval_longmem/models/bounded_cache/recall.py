@@ -39,7 +39,9 @@ def recall_centres(picks: torch.Tensor, scores: torch.Tensor, m: int, top_k_prim
     """The (at most) `top_k_prime` most picked keys, as span centres (unsorted)."""
     flat = picks.flatten()
     counts = torch.bincount(flat, minlength=m)
-    best = torch.full((m,), float("-inf"), device=picks.device).scatter_reduce_(0, flat, scores.flatten().float(), reduce="amax")
+    best = torch.full((m,), float("-inf"), device=picks.device).scatter_reduce_(
+        0, flat, scores.flatten().float(), reduce="amax"
+    )
     candidates = torch.nonzero(counts > 0).flatten()  # ascending: the earlier key wins remaining ties
     candidates = candidates[torch.argsort(best[candidates], descending=True, stable=True)]
     candidates = candidates[torch.argsort(counts[candidates], descending=True, stable=True)]
@@ -52,7 +54,9 @@ def spans_around(centres: torch.Tensor, span_size: int, m: int) -> torch.Tensor:
     return torch.unique((centres[:, None] + offsets[None, :]).clamp(0, m - 1).flatten())  # unique sorts
 
 
-def recall_middle(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int, top_k_prime: int, span_size: int) -> torch.Tensor:
+def recall_middle(
+    queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int, top_k_prime: int, span_size: int
+) -> torch.Tensor:
     """Sorted indices (into the middle) of the recalled tokens.
 
     queries: pre-RoPE [H, c, d]; middle_keys: pre-RoPE [Hkv, m, d]; top_k_prime counts spans.

@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 
 from lm_eval_longmem.models.bounded_cache.attention import attend
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 class BoundedCacheRunner:
@@ -140,9 +140,7 @@ class BoundedCacheRunner:
 
     def _append(self, ids: list[int], new_kv) -> None:
         self.caches = [
-            joined if joined is not None else cache.append(k, v)
-            for cache, (k, v, joined) in zip(self.caches, new_kv)
+            joined if joined is not None else cache.append(k, v) for cache, (k, v, joined) in zip(self.caches, new_kv)
         ]
         self.recent_ids = (self.recent_ids + list(ids))[-self.policy.args.chunk_size :]
         self.tokens_seen += len(ids)
-

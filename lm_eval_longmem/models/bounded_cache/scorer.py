@@ -16,8 +16,8 @@ from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.runtime.piecewise_scoring import score_in_pieces
-from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 from lm_eval_longmem.models.runtime.requests import ScoredContinuation
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 
 
 class BoundedCacheScorer:

@@ -23,7 +23,14 @@ from typing import Protocol
 from lm_eval.models.utils import resolve_max_length
 
 # Config attributes that mean positions enter attention relatively (rotary or ALiBi).
-_RELATIVE_POSITION_ATTRIBUTES = ("rope_parameters", "rope_scaling", "rope_theta", "rotary_dim", "rotary_pct", "rotary_emb_base")
+_RELATIVE_POSITION_ATTRIBUTES = (
+    "rope_parameters",
+    "rope_scaling",
+    "rope_theta",
+    "rotary_dim",
+    "rotary_pct",
+    "rotary_emb_base",
+)
 # Config attributes that declare the size of a learned absolute-position table.
 _POSITION_TABLE_ATTRIBUTES = ("n_positions", "max_position_embeddings")
 

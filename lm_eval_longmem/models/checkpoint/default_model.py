@@ -15,9 +15,15 @@ import json
 import logging
 from pathlib import Path
 
-from lm_eval_longmem.common.atomic_files import FOLDER_MANIFEST, atomic_directory, folder_problem, record_folder, warn_rebuilding
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.common.atomic_files import (
+    FOLDER_MANIFEST,
+    atomic_directory,
+    folder_problem,
+    record_folder,
+    warn_rebuilding,
+)
 from lm_eval_longmem.common.paths import cache_dir
+from lm_eval_longmem.errors import LongMemError
 
 logger = logging.getLogger(__name__)
 
@@ -118,8 +124,14 @@ def _save_converted(source: Path, folder: Path) -> None:
 
 # What the conversion above writes: a folder made before folders listed their files is kept
 # (and listed) when it holds all of them whole.
-_CONVERTED_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                    "tokenizer_config.json", "chat_template.jinja")
+_CONVERTED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+)
 
 
 def _contents_problem(folder: Path) -> str | None:
@@ -144,7 +156,9 @@ def safetensors_whole(path: Path) -> bool:
             return False
         try:
             header = json.loads(handle.read(header_size))
-            data_end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
+            data_end = max(
+                (entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0
+            )
         except (ValueError, KeyError, TypeError, AttributeError, IndexError):
             return False
     return size == 8 + header_size + data_end

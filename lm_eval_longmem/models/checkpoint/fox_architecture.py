@@ -35,8 +35,11 @@ SWITCHES = ("fgate_type", "use_rope", *PRO_SWITCHES)
 def architecture_switches(config: Any) -> dict[str, Any] | None:
     """The switches that tell FoX-family variants apart, with the config class's defaults for
     the ones not written; None when `config` records no FoX-family architecture at all."""
-    record = config if isinstance(config, dict) else {key: getattr(config, key) for key in
-                                                      ("model_type", *SWITCHES) if hasattr(config, key)}
+    record = (
+        config
+        if isinstance(config, dict)
+        else {key: getattr(config, key) for key in ("model_type", *SWITCHES) if hasattr(config, key)}
+    )
     model_type = record.get("model_type")
     if model_type not in FOX_MODEL_TYPES and not any(key in record for key in SWITCHES):
         return None
@@ -59,7 +62,7 @@ def architecture_arguments(config: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """"true"/"false" (a value read back as text) as the booleans they are."""
+    """ "true"/"false" (a value read back as text) as the booleans they are."""
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     return value

@@ -56,7 +56,9 @@ def read_gates(source) -> torch.Tensor | None:
     with safe_open(path, framework="pt") as stored:
         found = (stored.metadata() or {}).get("format")
         if found != FORMAT:
-            raise IncompleteCheckpointError(f"{path} is not an Infini-attention gates file (format {found!r}, expected {FORMAT!r})")
+            raise IncompleteCheckpointError(
+                f"{path} is not an Infini-attention gates file (format {found!r}, expected {FORMAT!r})"
+            )
         return stored.get_tensor(BETA_KEY)
 
 
@@ -91,7 +93,9 @@ def save_infini_checkpoint(model, directory, args: Any, tokenizer=None) -> Path:
     else:
         gates = gates_of(model)
     if gates is None:
-        raise ValueError("save_infini_checkpoint: the model carries no Infini gates (prepare it with method=infini first)")
+        raise ValueError(
+            "save_infini_checkpoint: the model carries no Infini gates (prepare it with method=infini first)"
+        )
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     record_method(model.config, METHOD_NAME, dataclasses.asdict(args) if dataclasses.is_dataclass(args) else dict(args))

@@ -16,7 +16,9 @@ from torch import nn
 class MemoryGates(nn.Module):
     def __init__(self, num_layers: int, num_heads: int, beta_init: float, device=None):
         super().__init__()
-        self.beta = nn.Parameter(torch.full((num_layers, num_heads), float(beta_init), dtype=torch.float32, device=device))
+        self.beta = nn.Parameter(
+            torch.full((num_layers, num_heads), float(beta_init), dtype=torch.float32, device=device)
+        )
 
     def mix(self, layer_index: int, memory_read: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
         """Eq. 6 for heads [H, n, d], computed in float32 and returned in the local attention's dtype."""

@@ -30,4 +30,10 @@ class InfiniGenerator:
         for start in range(0, len(prompt), step):  # one segment's hidden states at a time
             hidden = recurrence.feed(prompt[start : start + step])
         logits = recurrence.decoder.logits(hidden[-1])
-        return decode_tokens(logits, lambda token: recurrence.decoder.logits(recurrence.feed([token])[-1]), request, self.pick, self.tokenizer)
+        return decode_tokens(
+            logits,
+            lambda token: recurrence.decoder.logits(recurrence.feed([token])[-1]),
+            request,
+            self.pick,
+            self.tokenizer,
+        )

@@ -33,15 +33,18 @@ from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 class SegmentRecurrence:
-    def __init__(self, decoder: Decoder, gates: MemoryGates, segment_length: int, update: UpdateRule,
-                 read_memory: bool = True):
+    def __init__(
+        self, decoder: Decoder, gates: MemoryGates, segment_length: int, update: UpdateRule, read_memory: bool = True
+    ):
         self.decoder = decoder
         self.read_memory = read_memory  # False: local attention alone in every segment (the ablation)
         self.gates = gates
         self.segment_length = segment_length
         self.update = update
         d = decoder
-        self.memories = [CompressiveMemory.empty(d.num_kv_heads, d.head_dim, d.head_dim, d.device) for _ in range(d.num_layers)]
+        self.memories = [
+            CompressiveMemory.empty(d.num_kv_heads, d.head_dim, d.head_dim, d.device) for _ in range(d.num_layers)
+        ]
         self.segment = self._empty_segment()
         self.tokens_seen = 0
         self.segments_folded = 0

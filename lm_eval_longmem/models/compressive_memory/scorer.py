@@ -10,8 +10,8 @@ import torch
 
 from lm_eval_longmem.models.compressive_memory.recurrence import SegmentRecurrence
 from lm_eval_longmem.models.runtime.piecewise_scoring import score_in_pieces
-from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 from lm_eval_longmem.models.runtime.requests import ScoredContinuation
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 
 
 class InfiniScorer:

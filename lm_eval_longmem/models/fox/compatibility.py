@@ -21,7 +21,8 @@ FOX_MODEL_TYPE = ForgettingTransformerConfig.model_type
 TRANSFORMER_BASELINE_MODEL_TYPE = TransformerBaselineConfig.model_type
 
 OFFICIAL_CHECKPOINTS = tuple(
-    f"zhixuan-lin/{name}-760m-longcrawl64-48b" for name in ("fox-pro", "transformer-pro", "fox-llama", "transformer-llama")
+    f"zhixuan-lin/{name}-760m-longcrawl64-48b"
+    for name in ("fox-pro", "transformer-pro", "fox-llama", "transformer-llama")
 )
 
 
@@ -56,8 +57,7 @@ def check_method_fits(config, method, source: str = "the model") -> None:
         raise ArchitectureMismatchError(
             f"method={method.name} needs a Forgetting Transformer checkpoint, but {source} is a "
             f"{model_type_of(config) or 'model of unknown type'!r} model. FoX is an architecture trained "
-            "with its forget gate, not a method that can be applied to another model. "
-            + how_to_get_a_fox_checkpoint()
+            "with its forget gate, not a method that can be applied to another model. " + how_to_get_a_fox_checkpoint()
         )
     if not fox or method.needs_fox_checkpoint:
         return

@@ -113,10 +113,17 @@ def _spec(cls: type, base: type) -> PressSpec:
     if len(press_fields) > 1:
         unsupported = unsupported or "it combines two presses, which key=value arguments cannot spell"
     inner = press_fields[0] if len(press_fields) == 1 else None
-    inner_required = inner is not None and inner.default is dataclasses.MISSING and inner.default_factory is dataclasses.MISSING
+    inner_required = (
+        inner is not None and inner.default is dataclasses.MISSING and inner.default_factory is dataclasses.MISSING
+    )
     return PressSpec(
-        name=press_name(cls), cls=cls, arguments=tuple(plain), inner_field=inner.name if inner else None,
-        inner_required=inner_required, unsupported=unsupported, summary=_summary(cls.__doc__ or ""),
+        name=press_name(cls),
+        cls=cls,
+        arguments=tuple(plain),
+        inner_field=inner.name if inner else None,
+        inner_required=inner_required,
+        unsupported=unsupported,
+        summary=_summary(cls.__doc__ or ""),
     )
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.kv_presses.pressed_sequence import PressedSequence
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.stepwise_decoding import TokenPicker, decode_tokens
 
 

@@ -79,7 +79,9 @@ class PressedSequence:
                 piece = token_ids[start : start + step]
                 ids = torch.tensor([piece], device=self.model.device)
                 positions = torch.arange(self.next_position, self.next_position + len(piece), device=self.model.device)
-                out = self.model(input_ids=ids, **cache_argument(self.cache), position_ids=positions[None], use_cache=True)
+                out = self.model(
+                    input_ids=ids, **cache_argument(self.cache), position_ids=positions[None], use_cache=True
+                )
                 self.next_position += len(piece)
                 yield out.logits[0]
 

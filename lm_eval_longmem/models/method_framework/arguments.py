@@ -7,9 +7,8 @@ import types
 import typing
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.common.typed_values import coerce
-
+from lm_eval_longmem.errors import LongMemError
 
 # Every integer argument of a method counts or sizes tokens; past int64 it cannot index a tensor
 # (and float(10**400), as a default derived from it, raises OverflowError).
@@ -44,8 +43,7 @@ def parse_args(method_name: str, args_cls: type, raw: dict[str, Any]):
             values[name] = coerce(value, hints[name])
         except (TypeError, ValueError) as err:
             raise MethodArgumentError(
-                f"method={method_name}: argument {name}={value!r} is not a valid "
-                f"{_type_name(hints[name])} ({err})"
+                f"method={method_name}: argument {name}={value!r} is not a valid {_type_name(hints[name])} ({err})"
             ) from None
         if type(values[name]) is int and abs(values[name]) > LARGEST_COUNT:
             raise MethodArgumentError(

@@ -14,8 +14,8 @@ from abc import ABCMeta, abstractmethod
 from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 logger = logging.getLogger(__name__)
 
@@ -38,13 +38,18 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
             logger.warning(
                 "method=%s: attention spans up to max_context_length + chunk_size = %d positions, more than "
                 "the %d this model was trained on; lower max_context_length or chunk_size to stay inside it.",
-                self.name, widest, trained,
+                self.name,
+                widest,
+                trained,
             )
         window = getattr(model.config, "sliding_window", None)
         if window and getattr(model.config, "use_sliding_window", True) and window < widest:
             logger.warning(
                 "method=%s: the model's sliding window (%d) is not applied; attention is bounded by the cache "
-                "budget instead (up to %d entries).", self.name, window, widest,
+                "budget instead (up to %d entries).",
+                self.name,
+                window,
+                widest,
             )
         return model
 

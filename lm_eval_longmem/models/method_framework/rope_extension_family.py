@@ -24,8 +24,10 @@ class TargetArgs:
     )
     original_length: int | None = dataclasses.field(
         default=None,
-        metadata={"help": "pretraining length C (default: the checkpoint's original_max_position_embeddings "
-                          "or max_position_embeddings)"},
+        metadata={
+            "help": "pretraining length C (default: the checkpoint's original_max_position_embeddings "
+            "or max_position_embeddings)"
+        },
     )
 
     def __post_init__(self):

@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, LongMemMethod, UnknownMethodError, available_methods, get_method, split_method_args
 from lm_eval_longmem.models.method_framework.arguments import parse_args
 from lm_eval_longmem.models.method_framework.recorded import checkpoint_config, recorded_method
+from lm_eval_longmem.models.method_registry import (
+    DEFAULT_METHOD,
+    LongMemMethod,
+    UnknownMethodError,
+    available_methods,
+    get_method,
+    split_method_args,
+)
 
 logger = logging.getLogger(__name__)
 

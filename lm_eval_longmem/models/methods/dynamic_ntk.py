@@ -20,8 +20,8 @@ Both rescale the RoPE base with NTK (eq. 9) for a t that grows with the sequence
 import dataclasses
 from typing import Literal
 
-from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
 from lm_eval_longmem.models.rope.rotation import rotary_embeddings, the_rotary_embedding
@@ -33,14 +33,19 @@ DEFAULT_S = 2.0
 class DynamicNTKArgs(TargetArgs):
     variant: Literal["frozen", "hf"] = dataclasses.field(
         default="frozen",
-        metadata={"help": "frozen: the study's base frozen up to C' and set per sequence; hf: transformers' `dynamic` type"},
+        metadata={
+            "help": "frozen: the study's base frozen up to C' and set per sequence; hf: transformers' `dynamic` type"
+        },
     )
     s: float = dataclasses.field(
         default=DEFAULT_S,
-        metadata={"help": "scale hyperparameter s (paper: 2 for NTK-Frozen, C'/(2C) after fine-tuning; hf: its `factor`)"},
+        metadata={
+            "help": "scale hyperparameter s (paper: 2 for NTK-Frozen, C'/(2C) after fine-tuning; hf: its `factor`)"
+        },
     )
     training_length: int | None = dataclasses.field(
-        default=None, metadata={"help": "C', the length the checkpoint was trained to (default: C, untrained; frozen only)"}
+        default=None,
+        metadata={"help": "C', the length the checkpoint was trained to (default: C, untrained; frozen only)"},
     )
 
     def __post_init__(self):
@@ -77,7 +82,9 @@ class DynamicNTK(RopeExtensionMethod):
             set_rope_type(config, self.name, "dynamic", factor=self.args.s)
             return
         set_rope_type(
-            config, self.name, LENGTH_SCALED_NTK,
+            config,
+            self.name,
+            LENGTH_SCALED_NTK,
             s=self.args.s,
             training_length=self.args.training_length or original,
             original_max_position_embeddings=original,

@@ -20,8 +20,17 @@ from lm_eval_longmem.models.method_framework.base import LongMemMethod
 # The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the
 # Transformer baselines), recorded in the results so runs of different variants are told apart.
 ARCHITECTURE_SWITCHES = (
-    "fgate_type", "use_rope", "use_output_gate", "use_output_norm", "qk_norm", "use_k_shift", "use_v_shift",
-    "hidden_size", "num_hidden_layers", "num_heads", "num_kv_heads",
+    "fgate_type",
+    "use_rope",
+    "use_output_gate",
+    "use_output_norm",
+    "qk_norm",
+    "use_k_shift",
+    "use_v_shift",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_heads",
+    "num_kv_heads",
 )
 
 

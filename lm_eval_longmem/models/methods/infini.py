@@ -22,21 +22,27 @@ WHO = "method=infini (Infini-attention)"
 @dataclass(frozen=True)
 class InfiniArgs:
     segment_length: int = field(
-        default=2048, metadata={"help": "tokens per segment N: local attention inside it, memory across segments (paper: 2048)"}
+        default=2048,
+        metadata={"help": "tokens per segment N: local attention inside it, memory across segments (paper: 2048)"},
     )
     update: Literal["linear", "delta"] = field(
-        default="linear", metadata={"help": "memory update: linear (eq. 4) or delta (eq. 5, Linear + Delta); the paper reports both"}
+        default="linear",
+        metadata={"help": "memory update: linear (eq. 4) or delta (eq. 5, Linear + Delta); the paper reports both"},
     )
     beta_init: float = field(
         default=-4.0,
-        metadata={"help": "initial gate logit of every head when the model has no trained gates; sigmoid(-4) = 0.018 "
-                          "keeps an untrained model near its base (the paper does not say; 0 gives 0.5)"},
+        metadata={
+            "help": "initial gate logit of every head when the model has no trained gates; sigmoid(-4) = 0.018 "
+            "keeps an untrained model near its base (the paper does not say; 0 gives 0.5)"
+        },
     )
 
     read_memory: bool = field(
         default=True,
-        metadata={"help": "false: every segment uses its local attention alone, the memory never read (the ablation "
-                          "that shows what a trained model retrieves through its memory)"},
+        metadata={
+            "help": "false: every segment uses its local attention alone, the memory never read (the ablation "
+            "that shows what a trained model retrieves through its memory)"
+        },
     )
 
     def __post_init__(self):
@@ -73,7 +79,10 @@ class Infini(LongMemMethod):
         logger.warning(
             "%s: this model was never trained with Infini-attention; its gates are untrained (sigmoid(beta_init=%g) = "
             "%.3f for every head), so the memory is mixed in with that fixed weight. Results measure the untrained "
-            "mechanism, not a trained Infini-Transformer.", WHO, self.args.beta_init, _sigmoid(self.args.beta_init),
+            "mechanism, not a trained Infini-Transformer.",
+            WHO,
+            self.args.beta_init,
+            _sigmoid(self.args.beta_init),
         )
         return model
 

@@ -40,8 +40,10 @@ class PressChoice:
 
 class KVPressMethod(LongMemMethod):
     name = NAME
-    summary = ("a KV-cache compression press of NVIDIA's kvpress (SnapKV, TOVA, Expected Attention, KNorm, "
-               "PyramidKV, ...): each request's context compressed once after its prefill (extra: kvpress)")
+    summary = (
+        "a KV-cache compression press of NVIDIA's kvpress (SnapKV, TOVA, Expected Attention, KNorm, "
+        "PyramidKV, ...): each request's context compressed once after its prefill (extra: kvpress)"
+    )
     Args = PressChoice
     prefix_cache_reusable = False  # the kept entries depend on the whole context
 
@@ -65,16 +67,25 @@ class KVPressMethod(LongMemMethod):
         except KVPressMissingError as err:
             return [f"press: str  ({PRESS_HELP}); {err}"]
         if not detailed:
-            return [f"press: one of {', '.join(_buildable())}",
-                    f"plus that press's own arguments (`lm-eval-longmem methods {NAME}` lists them)"]
+            return [
+                f"press: one of {', '.join(_buildable())}",
+                f"plus that press's own arguments (`lm-eval-longmem methods {NAME}` lists them)",
+            ]
         lines = []
         for spec in specs.values():
-            lines.append(f"press={spec.name}: {spec.summary}" + (f"  [not available: {spec.unsupported}]" if spec.unsupported else ""))
+            lines.append(
+                f"press={spec.name}: {spec.summary}"
+                + (f"  [not available: {spec.unsupported}]" if spec.unsupported else "")
+            )
             if spec.unsupported:
                 continue
             if spec.inner_field:
                 lines.append(f"    inner: str{'' if spec.inner_required else ' | None'}  ({INNER_HELP})")
-            lines.extend(f"    {line}" for line in describe_fields(_arguments_class(spec.name, None, for_listing=True)) if not line.startswith(("press:", "inner:")))
+            lines.extend(
+                f"    {line}"
+                for line in describe_fields(_arguments_class(spec.name, None, for_listing=True))
+                if not line.startswith(("press:", "inner:"))
+            )
         return lines
 
     def __init__(self, args: Any = None):
@@ -93,12 +104,17 @@ class KVPressMethod(LongMemMethod):
         try:
             if inner_name is not None:
                 inner_spec = presses()[inner_name]
-                inner_values = {k: _kvpress_value(v) for k, v in values.items()
-                                if k not in own_names and k in {a.name for a in inner_spec.arguments}}
+                inner_values = {
+                    k: _kvpress_value(v)
+                    for k, v in values.items()
+                    if k not in own_names and k in {a.name for a in inner_spec.arguments}
+                }
                 own[spec.inner_field] = inner_spec.cls(**inner_values)
             return spec.cls(**own)
         except (AssertionError, ValueError, TypeError) as err:
-            raise MethodArgumentError(f"method={NAME},press={spec.name}: kvpress refused these arguments: {err or type(err).__name__}") from None
+            raise MethodArgumentError(
+                f"method={NAME},press={spec.name}: kvpress refused these arguments: {err or type(err).__name__}"
+            ) from None
 
     def prepare_model(self, model):
         model.requires_grad_(False)
@@ -142,7 +158,9 @@ def _arguments_class(press: str, inner: str | None, for_listing: bool = False) -
     specs = presses()
     spec = _known(press, specs, "press")
     if spec.unsupported:
-        raise MethodArgumentError(f"method={NAME}: press={press} cannot be built from --model_args: {spec.unsupported}.")
+        raise MethodArgumentError(
+            f"method={NAME}: press={press} cannot be built from --model_args: {spec.unsupported}."
+        )
     if inner is not None and spec.inner_field is None:
         raise MethodArgumentError(f"method={NAME}: press={press} wraps no other press, so inner= does not apply.")
     arguments = list(spec.arguments)
@@ -155,10 +173,17 @@ def _arguments_class(press: str, inner: str | None, for_listing: bool = False) -
         if inner is not None:
             taken = {a.name for a in arguments}
             arguments += [a for a in _known(inner, specs, "inner").arguments if a.name not in taken]
-    required = [(a.name, a.annotation, field(metadata={"help": a.help})) for a in arguments if a.default is dataclasses.MISSING]
-    optional = [(a.name, a.annotation, field(default=a.default, metadata={"help": a.help}))
-                for a in arguments if a.default is not dataclasses.MISSING]
-    inner_field = [("inner", str | None, field(default=None, metadata={"help": INNER_HELP}))] if spec.inner_field else []
+    required = [
+        (a.name, a.annotation, field(metadata={"help": a.help})) for a in arguments if a.default is dataclasses.MISSING
+    ]
+    optional = [
+        (a.name, a.annotation, field(default=a.default, metadata={"help": a.help}))
+        for a in arguments
+        if a.default is not dataclasses.MISSING
+    ]
+    inner_field = (
+        [("inner", str | None, field(default=None, metadata={"help": INNER_HELP}))] if spec.inner_field else []
+    )
     fields = [("press", str, field(metadata={"help": PRESS_HELP})), *required, *inner_field, *optional]
     suffix = press + (f"_{inner}" if inner else "")
     return dataclasses.make_dataclass(f"KVPressArgs_{suffix}", fields, frozen=True)

@@ -35,7 +35,9 @@ class Llama3(RopeExtensionMethod):
     def prepare_config(self, config) -> None:
         original = self.original_length(config)
         set_rope_type(
-            config, self.name, "llama3",
+            config,
+            self.name,
+            "llama3",
             factor=self.factor_for(original),
             low_freq_factor=self.args.low_freq_factor,
             high_freq_factor=self.args.high_freq_factor,

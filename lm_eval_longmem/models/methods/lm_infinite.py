@@ -14,7 +14,9 @@ from lm_eval_longmem.models.method_framework.rope_extension_family import RopeEx
 
 @dataclasses.dataclass(frozen=True)
 class LMInfiniteArgs(TargetArgs):
-    global_tokens: int = dataclasses.field(default=10, metadata={"help": "global memory G: first tokens every query sees"})
+    global_tokens: int = dataclasses.field(
+        default=10, metadata={"help": "global memory G: first tokens every query sees"}
+    )
     local_window: int | None = dataclasses.field(
         default=None, metadata={"help": "local window M (default: the training length C; paper: 4096 on LLaMA-2)"}
     )
@@ -22,7 +24,9 @@ class LMInfiniteArgs(TargetArgs):
     def __post_init__(self):
         super().__post_init__()
         if self.global_tokens < 0 or (self.local_window is not None and self.local_window < 1):
-            raise ValueError(f"need global_tokens >= 0 and local_window >= 1, got {self.global_tokens}, {self.local_window}")
+            raise ValueError(
+                f"need global_tokens >= 0 and local_window >= 1, got {self.global_tokens}, {self.local_window}"
+            )
 
 
 class LMInfinite(RopeExtensionMethod):

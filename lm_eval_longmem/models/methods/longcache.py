@@ -35,8 +35,10 @@ class LongCacheArgs(BudgetArgs):
     span_size: int = field(default=32, metadata={"help": "contiguous tokens recalled around each picked key"})
     top_k_prime: int | None = field(
         default=None,
-        metadata={"help": "spans recalled (the authors' recall_clip; default: half the budget, "
-                          "(max_context_length/2 - sink_length) // span_size)"},
+        metadata={
+            "help": "spans recalled (the authors' recall_clip; default: half the budget, "
+            "(max_context_length/2 - sink_length) // span_size)"
+        },
     )
 
     def __post_init__(self):
@@ -77,7 +79,9 @@ class LongCachePolicy(CachePolicy):
             queries, cache.keys[:, sinks:middle_end], self.args.top_k, self.args.top_k_prime, self.args.span_size
         )
         device = cache.counts.device
-        index = torch.cat([torch.arange(sinks, device=device), recalled + sinks, torch.arange(middle_end, n, device=device)])
+        index = torch.cat(
+            [torch.arange(sinks, device=device), recalled + sinks, torch.arange(middle_end, n, device=device)]
+        )
         return cache.take(index)
 
     def shrink(self, cache: LayerCache, remove: int, evidence) -> LayerCache:

@@ -18,7 +18,9 @@ class SelfExtendArgs:
     window: int = dataclasses.field(
         default=2048, metadata={"help": "neighbour window M (paper: 2048 for 8k LLaMA-3, 1024 for 4k LLaMA-2)"}
     )
-    group: int = dataclasses.field(default=32, metadata={"help": "group size N (paper: 32 for LLaMA-3, 64 for LLaMA-2)"})
+    group: int = dataclasses.field(
+        default=32, metadata={"help": "group size N (paper: 32 for LLaMA-3, 64 for LLaMA-2)"}
+    )
     original_length: int | None = dataclasses.field(
         default=None, metadata={"help": "training length C (default: the checkpoint's)"}
     )

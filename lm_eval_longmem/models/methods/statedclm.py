@@ -22,8 +22,10 @@ from lm_eval_longmem.models.method_framework.bounded_cache_family import Bounded
 class StatedCLMArgs(BudgetArgs):
     sigma: float | None = field(
         default=None,
-        metadata={"help": "positional normalization exp(-i/sigma) of eq. 19; default: max_context_length (the paper "
-                          "sets sigma equal to its cache budget, 4096 and 4096)"},
+        metadata={
+            "help": "positional normalization exp(-i/sigma) of eq. 19; default: max_context_length (the paper "
+            "sets sigma equal to its cache budget, 4096 and 4096)"
+        },
     )
 
     def __post_init__(self):

@@ -16,7 +16,9 @@ from lm_eval_longmem.models.rope.parameters import set_rope_type
 @dataclasses.dataclass(frozen=True)
 class YarnArgs(TargetArgs):
     beta_fast: float = dataclasses.field(default=32.0, metadata={"help": "rotations above which a dimension is kept"})
-    beta_slow: float = dataclasses.field(default=1.0, metadata={"help": "rotations below which a dimension is divided by t"})
+    beta_slow: float = dataclasses.field(
+        default=1.0, metadata={"help": "rotations below which a dimension is divided by t"}
+    )
     attention_factor: float | None = dataclasses.field(
         default=None, metadata={"help": "q/k scale sqrt(1/T) (default 0.1 ln t + 1)"}
     )
@@ -40,7 +42,9 @@ class YaRN(RopeExtensionMethod):
     def prepare_config(self, config) -> None:
         original = self.original_length(config)
         set_rope_type(
-            config, self.name, "yarn",
+            config,
+            self.name,
+            "yarn",
             factor=self.factor_for(original),
             original_max_position_embeddings=original,
             beta_fast=self.args.beta_fast,

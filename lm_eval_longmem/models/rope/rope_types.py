@@ -28,7 +28,9 @@ def _static_ntk(config, device=None, seq_len=None, layer_type=None):
 def length_scaled_ntk_inv_freq(config, length: int | None):
     params = config.rope_parameters
     training = params["training_length"]
-    factor = dynamic_ntk_factor(params["s"], int(length or training), training, params["original_max_position_embeddings"])
+    factor = dynamic_ntk_factor(
+        params["s"], int(length or training), training, params["original_max_position_embeddings"]
+    )
     return ntk_inv_freq(params["rope_theta"], rotary_dim(config), factor)
 
 

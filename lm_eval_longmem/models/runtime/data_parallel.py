@@ -32,5 +32,7 @@ def adopt_launched_processes(lm) -> bool:
     lm._rank = accelerator.process_index
     lm._world_size = accelerator.num_processes
     if accelerator.is_main_process:
-        logger.info("Data parallel on %s: %d processes split the documents.", accelerator.device, accelerator.num_processes)
+        logger.info(
+            "Data parallel on %s: %d processes split the documents.", accelerator.device, accelerator.num_processes
+        )
     return True

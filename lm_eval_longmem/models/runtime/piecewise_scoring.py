@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from lm_eval_longmem.models.runtime.scoring import CHUNK_BYTES, ScoredSpan, SpanTotals
 from lm_eval_longmem.models.runtime.requests import ScoredContinuation
+from lm_eval_longmem.models.runtime.scoring import CHUNK_BYTES, ScoredSpan, SpanTotals
 
 
 def score_in_pieces(

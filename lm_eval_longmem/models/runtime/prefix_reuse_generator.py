@@ -38,9 +38,7 @@ def cache_is_croppable(cache) -> bool:
     from transformers.cache_utils import DynamicLayer
 
     layers = getattr(cache, "layers", None)
-    return bool(layers) and all(
-        getattr(layer, "is_croppable", type(layer) is DynamicLayer) for layer in layers
-    )
+    return bool(layers) and all(getattr(layer, "is_croppable", type(layer) is DynamicLayer) for layer in layers)
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:

@@ -48,15 +48,16 @@ class TeacherForcedScorer:
             self.strategy = self._choose_strategy(input_ids[:1, :_PROBE_TOKENS])
         if self.strategy == "split":
             hidden = self._body(input_ids)
-            return [self._score_hidden(hidden[b, s.start : s.start + len(s.targets)], s.targets) for b, s in enumerate(spans)]
+            return [
+                self._score_hidden(hidden[b, s.start : s.start + len(s.targets)], s.targets)
+                for b, s in enumerate(spans)
+            ]
         if self.strategy == "logits_to_keep":
             positions = sorted({s.start + i for s in spans for i in range(len(s.targets))})
             index = torch.tensor(positions, device=input_ids.device)
             logits = self.model(input_ids, logits_to_keep=index, use_cache=False).logits
             where = {p: i for i, p in enumerate(positions)}
-            rows = [
-                logits[b, [where[s.start + i] for i in range(len(s.targets))]] for b, s in enumerate(spans)
-            ]
+            rows = [logits[b, [where[s.start + i] for i in range(len(s.targets))]] for b, s in enumerate(spans)]
         else:
             logits = self.model(input_ids, use_cache=False).logits
             rows = [logits[b, s.start : s.start + len(s.targets)] for b, s in enumerate(spans)]

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from lm_eval_longmem.data.pg19_dataset import PG19
-from lm_eval_longmem.tasks.declaration import DatasetNeed, Figure, FigureArgument, TaskDeclaration, TaskOptions, option_given
+from lm_eval_longmem.tasks.declaration import (
+    DatasetNeed,
+    Figure,
+    FigureArgument,
+    TaskDeclaration,
+    TaskOptions,
+    option_given,
+)
 from lm_eval_longmem.tasks.forgetting_curve.headlines import headlines, memory_length, no_numbers_note
 
 # report.figures.LOG_AXIS_RULE (the report layer is above this one); tests/tasks/test_registry.py keeps them equal
-LOG_AXIS_HELP = ("log-scale length axis (default: log when the lengths are log-spaced: they span 8x or more, or each "
-                 "is a roughly constant factor > 1.5 above the previous; else linear)")
+LOG_AXIS_HELP = (
+    "log-scale length axis (default: log when the lengths are log-spaced: they span 8x or more, or each "
+    "is a roughly constant factor > 1.5 above the previous; else linear)"
+)
 
 DECLARATION = TaskDeclaration(
     name="forgetting_curve",
@@ -28,11 +37,15 @@ DECLARATION = TaskDeclaration(
         describe="lm_eval_longmem.report.forgetting_curve_plot:memory_summary",
         reader="lm_eval_longmem.report.results_files:curve_run_from",
         arguments=(
-            FigureArgument(("--training-length",), {"type": int, "default": None,
-                                                    "help": "override the marked training length"}),
-            FigureArgument(("--overlay",), {"action": "store_true",
-                                            "help": "all runs on one axes (default: one panel per run)"}),
-            FigureArgument(("--log-x",), {"dest": "log_x", "action": "store_true", "default": None, "help": LOG_AXIS_HELP}),
+            FigureArgument(
+                ("--training-length",), {"type": int, "default": None, "help": "override the marked training length"}
+            ),
+            FigureArgument(
+                ("--overlay",), {"action": "store_true", "help": "all runs on one axes (default: one panel per run)"}
+            ),
+            FigureArgument(
+                ("--log-x",), {"dest": "log_x", "action": "store_true", "default": None, "help": LOG_AXIS_HELP}
+            ),
             FigureArgument(("--linear-x",), {"dest": "log_x", "action": "store_false", "help": "linear length axis"}),
         ),
     ),

@@ -13,7 +13,13 @@ the paper's fine-grained bar applied to whole samples. An exactly copied sample 
 from __future__ import annotations
 
 from lm_eval_longmem.tasks.headlines import (
-    PREFERRED_FILTER, SUMMARIES, Column, Headline, is_number, length_text, summary_headline,
+    PREFERRED_FILTER,
+    SUMMARIES,
+    Column,
+    Headline,
+    is_number,
+    length_text,
+    summary_headline,
 )
 
 

@@ -72,7 +72,9 @@ def summarize(records) -> list[LengthSummary]:
         copy = [r["copy"] for r in group]
         lm = [r["lm"] for r in group]
         summaries.append(
-            LengthSummary(length, float(np.mean(copy)), population_std(copy), float(np.mean(lm)), population_std(lm), len(group))
+            LengthSummary(
+                length, float(np.mean(copy)), population_std(copy), float(np.mean(lm)), population_std(lm), len(group)
+            )
         )
     return summaries
 
@@ -94,7 +96,7 @@ class Curve(SummarizedMetric):
         return f"{len(self.field('points'))} points ({self.field('mode')}){self._memory_lengths()}{note}; see the results JSON"
 
     def _memory_lengths(self) -> str:
-        """", fine 40, coarse >40": the table's plain numbers do not say which are lower bounds."""
+        """ ", fine 40, coarse >40": the table's plain numbers do not say which are lower bounds."""
         lengths = []
         for kind in ("fine", "coarse"):
             length = self.get_field(f"{kind}_memory_length")
@@ -118,8 +120,11 @@ def _with_plan(points: list[dict], records, plans) -> list[dict]:
         point = dict(by_length.get(length, {"length": length}))
         plan = plan_of.get(length)
         if plan is not None:
-            point.update(input_tokens=plan.input_tokens, beyond_training_length=plan.beyond_training_length,
-                         beyond_context_length=plan.beyond_context_length)
+            point.update(
+                input_tokens=plan.input_tokens,
+                beyond_training_length=plan.beyond_training_length,
+                beyond_context_length=plan.beyond_context_length,
+            )
         if length in failures:
             point.update(failures[length])
             if length in by_length:  # some samples ran, others failed

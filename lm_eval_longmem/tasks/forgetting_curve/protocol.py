@@ -31,16 +31,24 @@ class ForgettingCurveConfigError(TaskOptionError):
 class Options:
     """What `--metadata fc_<name>=...` can set (paper defaults)."""
 
-    max_length: int | None = field(default=None, metadata={  # see default_top_length
-        "help": "largest L; default: the claimed length l (about l/2 for absolute positions or an explicit max_length)"})
+    max_length: int | None = field(
+        default=None,
+        metadata={  # see default_top_length
+            "help": "largest L; default: the claimed length l (about l/2 for absolute positions or an explicit max_length)"
+        },
+    )
     min_length: int = field(default=8, metadata={"help": "smallest L"})
     points: int = field(default=32, metadata={"help": "number of lengths"})
     granularity: str = field(default="linear", metadata={"help": "linear or log spacing of the lengths"})
     lengths: tuple[int, ...] | None = field(default=None, metadata={"help": "explicit lengths, instead of the grid"})
     samples: int = field(default=10, metadata={"help": "samples per length"})
     seed: int = field(default=0, metadata={"help": "sampling seed; each length has its own stream"})
-    corpus: str = field(default="auto", metadata={
-        "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"})
+    corpus: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"
+        },
+    )
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:
@@ -134,9 +142,7 @@ def plan_lengths(options: Options, model: ModelLengths) -> list[LengthPlan]:
         tokens = input_tokens(L)
         limit = model.hard_input_limit
         runs = limit is None or tokens <= limit
-        reason = None if runs else (
-            f"needs {tokens} input tokens (2L + 1); the model cannot take more than {limit}"
-        )
+        reason = None if runs else (f"needs {tokens} input tokens (2L + 1); the model cannot take more than {limit}")
         plans.append(LengthPlan(L, tokens, tokens > model.training_length, tokens > model.context_length, runs, reason))
     if not any(p.runs for p in plans):
         limit = model.hard_input_limit

@@ -81,7 +81,9 @@ class ForgettingCurveTask(LongMemTask):
         if blocked:
             logger.warning(
                 "forgetting_curve: length(s) %s cannot run on this model (%s); they are reported with status "
-                "model_limit.", blocked, next(p.reason for p in self.plans if not p.runs),
+                "model_limit.",
+                blocked,
+                next(p.reason for p in self.plans if not p.runs),
             )
         self._warned_cut = False
         corpus = load_corpus(options.corpus)
@@ -106,8 +108,14 @@ class ForgettingCurveTask(LongMemTask):
         self.config.metadata["protocol"] = {
             "lengths": [p.length for p in self.plans],
             "length_plan": [
-                {"length": p.length, "input_tokens": p.input_tokens, "beyond_training_length": p.beyond_training_length,
-                 "beyond_context_length": p.beyond_context_length, "status": p.status, "reason": p.reason}
+                {
+                    "length": p.length,
+                    "input_tokens": p.input_tokens,
+                    "beyond_training_length": p.beyond_training_length,
+                    "beyond_context_length": p.beyond_context_length,
+                    "status": p.status,
+                    "reason": p.reason,
+                }
                 for p in self.plans
             ],
             "samples": options.samples,
@@ -130,7 +138,12 @@ class ForgettingCurveTask(LongMemTask):
         }
         logger.info(
             "forgetting_curve: %d lengths (%d..%d) x %d samples on %s (%d tokens)",
-            len(self.lengths), self.lengths[0], self.lengths[-1], options.samples, corpus.name, len(stream),
+            len(self.lengths),
+            self.lengths[0],
+            self.lengths[-1],
+            options.samples,
+            corpus.name,
+            len(stream),
         )
 
     def doc_to_text(self, doc, doc_to_text=None) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_for_characters, prompt_sized_to_tokens
+from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_sized_to_tokens
 from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
 
 OPTION_PREFIX = "pk_"
@@ -29,14 +29,19 @@ class PasskeyConfigError(TaskOptionError):
 class Options:
     """What `--metadata pk_<name>=...` can set. Small defaults: a bare run takes minutes on a CPU."""
 
-    lengths: tuple[int, ...] = field(default=(512, 1024, 2048), metadata={
-        "help": "prompt lengths in tokens (characters of filler with pk_protocol=chars)"})
-    depths: tuple[int, ...] = field(default=(0, 25, 50, 75, 100), metadata={
-        "help": "key depth, % of the filler placed before it"})
+    lengths: tuple[int, ...] = field(
+        default=(512, 1024, 2048),
+        metadata={"help": "prompt lengths in tokens (characters of filler with pk_protocol=chars)"},
+    )
+    depths: tuple[int, ...] = field(
+        default=(0, 25, 50, 75, 100), metadata={"help": "key depth, % of the filler placed before it"}
+    )
     samples: int = field(default=2, metadata={"help": "documents (keys) per length x depth cell"})
     seed: int = field(default=0, metadata={"help": "key seed; each (length, depth, sample) has its own stream"})
-    protocol: str = field(default="tokens", metadata={
-        "help": "tokens (fit to the tokenizer) or chars (the original code's character counts)"})
+    protocol: str = field(
+        default="tokens",
+        metadata={"help": "tokens (fit to the tokenizer) or chars (the original code's character counts)"},
+    )
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:

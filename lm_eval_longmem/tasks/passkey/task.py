@@ -19,7 +19,6 @@ from lm_eval.api.metrics import mean
 from lm_eval_longmem.data.passkey_prompt import KEY_RANGE
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
-from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.passkey import metrics
 from lm_eval_longmem.tasks.passkey.protocol import (
     ANSWER_TOKENS,
@@ -30,6 +29,7 @@ from lm_eval_longmem.tasks.passkey.protocol import (
     prompt_for_tokens,
 )
 from lm_eval_longmem.tasks.passkey.scoring import first_integer, is_correct
+from lm_eval_longmem.tasks.python_task import LongMemTask
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,14 @@ class PasskeyTask(LongMemTask):
                         tokens = count(prompt)
                         check_prompt_fits(tokens, length, model.context_length)
                     cell.append(
-                        {"length": length, "depth": depth, "sample": sample, "key": key, "prompt": prompt, "prompt_tokens": tokens}
+                        {
+                            "length": length,
+                            "depth": depth,
+                            "sample": sample,
+                            "key": key,
+                            "prompt": prompt,
+                            "prompt_tokens": tokens,
+                        }
                     )
                 cells.append(cell)
         docs = round_robin(cells)
@@ -82,12 +89,19 @@ class PasskeyTask(LongMemTask):
             "method": model.method.describe(),
             "bounded_memory": model.bounded_memory,
             "context_length": model.context_length,
-            "prompt_tokens": {"min": min(d["prompt_tokens"] for d in docs), "max": max(d["prompt_tokens"] for d in docs)},
+            "prompt_tokens": {
+                "min": min(d["prompt_tokens"] for d in docs),
+                "max": max(d["prompt_tokens"] for d in docs),
+            },
         }
         logger.info(
             "longmem_passkey: %d lengths x %d depths x %d samples (%s protocol), prompts of %d..%d tokens",
-            len(options.lengths), len(options.depths), options.samples, options.protocol,
-            min(d["prompt_tokens"] for d in docs), max(d["prompt_tokens"] for d in docs),
+            len(options.lengths),
+            len(options.depths),
+            options.samples,
+            options.protocol,
+            min(d["prompt_tokens"] for d in docs),
+            max(d["prompt_tokens"] for d in docs),
         )
 
     def doc_to_text(self, doc, doc_to_text=None) -> str:
@@ -107,8 +121,13 @@ class PasskeyTask(LongMemTask):
     def process_results(self, doc, results) -> dict:
         (generated,) = results
         correct = float(is_correct(generated, doc["key"]))
-        record = {"length": doc["length"], "depth": doc["depth"], "correct": correct, "unit": self.options.unit,
-                  "answer": first_integer(generated)}
+        record = {
+            "length": doc["length"],
+            "depth": doc["depth"],
+            "correct": correct,
+            "unit": self.options.unit,
+            "answer": first_integer(generated),
+        }
         return {
             "acc": correct,
             f"acc@{self._length_tag(doc['length'])}": correct,

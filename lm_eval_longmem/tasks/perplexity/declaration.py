@@ -11,8 +11,13 @@ DECLARATION = TaskDeclaration(
     summary="Perplexity by context length and the per-position loss curve.",
     options=TaskOptions("ppl_", "lm_eval_longmem.tasks.perplexity.protocol:Options"),
     # ppl_corpus=auto (the default) falls back to the offline corpus: PG-19 only when asked for by name
-    datasets=(DatasetNeed(PG19, lambda options: option_given(options, "ppl_corpus") == "pg19",
-                          local_option="ppl_corpus=shakespeare or a path to text files"),),
+    datasets=(
+        DatasetNeed(
+            PG19,
+            lambda options: option_given(options, "ppl_corpus") == "pg19",
+            local_option="ppl_corpus=shakespeare or a path to text files",
+        ),
+    ),
     headlines=headlines,
     write_value=perplexity_value,
     figure=Figure(

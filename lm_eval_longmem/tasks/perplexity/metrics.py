@@ -79,8 +79,12 @@ def loss_curve(records, bins: int) -> LossCurve:
         return LossCurve(length=0, windows=0, positions=[], loss=[], edges=[], tokens=[], by_length={})
     by_length = {L: binned_loss([r["token_nll"] for r in g], L, bins) for L, g in with_losses.items()}
     longest = max(with_losses)
-    return LossCurve(length=longest, windows=len(with_losses[longest]), **by_length[longest],
-                     by_length={str(L): curve for L, curve in by_length.items()})
+    return LossCurve(
+        length=longest,
+        windows=len(with_losses[longest]),
+        **by_length[longest],
+        by_length={str(L): curve for L, curve in by_length.items()},
+    )
 
 
 def perplexity_curve(records) -> PerplexityCurve:

@@ -30,13 +30,20 @@ class PerplexityConfigError(TaskOptionError):
 class Options:
     """What `--metadata ppl_<name>=...` can set."""
 
-    lengths: tuple[int, ...] | None = field(default=None, metadata={
-        "help": "explicit window lengths, instead of the grid"})
-    max_length: int | None = field(default=None, metadata={"help": "top of the grid; default: the model's claimed length"})
+    lengths: tuple[int, ...] | None = field(
+        default=None, metadata={"help": "explicit window lengths, instead of the grid"}
+    )
+    max_length: int | None = field(
+        default=None, metadata={"help": "top of the grid; default: the model's claimed length"}
+    )
     points: int = field(default=4, metadata={"help": "grid lengths: max_length, max_length/2, ... (this many)"})
     windows: int = field(default=4, metadata={"help": "windows per length"})
-    corpus: str = field(default="auto", metadata={
-        "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"})
+    corpus: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (PG-19 when loadable, else Shakespeare with a warning) | pg19 | shakespeare | a path to text"
+        },
+    )
     bins: int = field(default=16, metadata={"help": "position bins of the loss curve"})
     seed: int = field(default=0, metadata={"help": "window sampling seed"})
 
@@ -81,7 +88,9 @@ def window_lengths(options: Options, model) -> list[int]:
     if options.lengths is not None:
         lengths = list(options.lengths)
     else:
-        top = options.max_length if options.max_length is not None else min(model.sizing_length, model.context_length + 1)
+        top = (
+            options.max_length if options.max_length is not None else min(model.sizing_length, model.context_length + 1)
+        )
         lengths = halving_grid(top, options.points)
     limit = model.hard_input_limit
     too_long = [L for L in lengths if limit is not None and input_tokens(L) > limit]
@@ -95,7 +104,9 @@ def window_lengths(options: Options, model) -> list[int]:
     return lengths
 
 
-def book_windows(documents: list[np.ndarray], length: int, count: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+def book_windows(
+    documents: list[np.ndarray], length: int, count: int, rng: np.random.Generator
+) -> list[tuple[int, int]]:
     """(document, start) of `count` non-overlapping windows of `length` tokens inside documents.
 
     Each document is cut into consecutive windows [0, L), [L, 2L), ...; `count` of all those

@@ -77,7 +77,13 @@ class PerplexityTask(LongMemTask):
             rng = np.random.default_rng([options.seed, length])
             by_length.append(
                 [
-                    {"length": length, "window": w, "document": d, "start": s, "ids": documents[d][s : s + length].tolist()}
+                    {
+                        "length": length,
+                        "window": w,
+                        "document": d,
+                        "start": s,
+                        "ids": documents[d][s : s + length].tolist(),
+                    }
                     for w, (d, s) in enumerate(book_windows(documents, length, options.windows, rng))
                 ]
             )
@@ -98,14 +104,22 @@ class PerplexityTask(LongMemTask):
             "hard_input_limit": model.hard_input_limit,
             "bounded_memory": model.bounded_memory,
             "length_plan": [
-                {"length": L, "input_tokens": input_tokens(L), "beyond_training_length": input_tokens(L) > model.training_length,
-                 "beyond_context_length": input_tokens(L) > model.context_length}
+                {
+                    "length": L,
+                    "input_tokens": input_tokens(L),
+                    "beyond_training_length": input_tokens(L) > model.training_length,
+                    "beyond_context_length": input_tokens(L) > model.context_length,
+                }
                 for L in self.lengths
             ],
         }
         logger.info(
             "longmem_perplexity: %d lengths (%d..%d) x %d windows on %s",
-            len(self.lengths), self.lengths[0], self.lengths[-1], options.windows, corpus.name,
+            len(self.lengths),
+            self.lengths[0],
+            self.lengths[-1],
+            options.windows,
+            corpus.name,
         )
 
     def doc_to_text(self, doc, doc_to_text=None) -> str:
@@ -138,13 +152,21 @@ class PerplexityTask(LongMemTask):
         token_nll = getattr(scored, "token_nll", None)
         if token_nll is None and input_tokens(length) > self.context_length:
             if not self._warned_cut:
-                logger.warning(CUT_WARNING, [L for L in self.lengths if input_tokens(L) > self.context_length], self.context_length)
+                logger.warning(
+                    CUT_WARNING, [L for L in self.lengths if input_tokens(L) > self.context_length], self.context_length
+                )
                 self._warned_cut = True
             return {"ppl_curve": {"length": length, "status": "cut_by_model"}}
         if token_nll is None and not self._warned:
             logger.warning(NO_TOKEN_LOSSES_WARNING)
             self._warned = True
-        record = {"length": length, "status": "ok", "nll_sum": -float(scored[0]), "tokens": length - 1, "token_nll": token_nll}
+        record = {
+            "length": length,
+            "status": "ok",
+            "nll_sum": -float(scored[0]),
+            "tokens": length - 1,
+            "token_nll": token_nll,
+        }
         tag = self._tag(length)
         return {f"ppl@{tag}": record, f"nll@{tag}": record, "ppl_curve": record, "loss_curve": record}
 

@@ -13,8 +13,9 @@ def _load_topicret():
     return load_topicret()
 
 
-LEVAL_TOPICRET = HubDataset("leval-topicret", "L4NLP/LEval topic_retrieval_longchat (TopicRet chats)", _load_topicret,
-                            "topicret_data=PATH")
+LEVAL_TOPICRET = HubDataset(
+    "leval-topicret", "L4NLP/LEval topic_retrieval_longchat (TopicRet chats)", _load_topicret, "topicret_data=PATH"
+)
 
 DECLARATION = TaskDeclaration(
     name="longmem_topicret",

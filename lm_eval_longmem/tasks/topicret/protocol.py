@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from lm_eval_longmem.data.leval_topicret import TopicDocument
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
 from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice
-from lm_eval_longmem.tasks.topicret.leval_format import longchat_prompt, leval_truncate
+from lm_eval_longmem.tasks.topicret.leval_format import leval_truncate, longchat_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +32,18 @@ ORDINALS = ("first", "second", "third")
 class TopicRetOptions:
     """`--metadata topicret_<name>=...`."""
 
-    overlong: str = field(default="skip", metadata={
-        "help": "a record that does not fit the model: skip it, or truncate it with L-Eval's rule (counted, warned)"})
-    data: str | None = field(default=None, metadata={
-        "help": "local copy of topic_retrieval_longchat (parquet/jsonl file or directory), for offline machines"})
+    overlong: str = field(
+        default="skip",
+        metadata={
+            "help": "a record that does not fit the model: skip it, or truncate it with L-Eval's rule (counted, warned)"
+        },
+    )
+    data: str | None = field(
+        default=None,
+        metadata={
+            "help": "local copy of topic_retrieval_longchat (parquet/jsonl file or directory), for offline machines"
+        },
+    )
 
     def validate(self) -> None:
         """Choices, before any model loads (the start-up check runs it too)."""
@@ -86,12 +94,17 @@ def prepare(documents: list[TopicDocument], budget: PromptBudget, policy: str) -
     if skipped:
         logger.warning(
             "longmem_topicret: skipped %d of %d records whose prompt does not fit the model (%s; topicret_overlong=%s).",
-            skipped, len(documents), limit, policy,
+            skipped,
+            len(documents),
+            limit,
+            policy,
         )
     if truncated:
         logger.warning(
             "longmem_topicret: truncated %d of %d records with L-Eval's rule to fit the model (%s).",
-            truncated, len(documents), limit,
+            truncated,
+            len(documents),
+            limit,
         )
     if not kept:
         raise TaskOptionError(

@@ -16,11 +16,11 @@ from lm_eval.api.metrics import mean
 
 from lm_eval_longmem.data.leval_topicret import load_topicret
 from lm_eval_longmem.tasks.model_view import model_view
-from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget, max_gen_toks
+from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.tasks.topicret.leval_format import longchat_prompt, user_message
-from lm_eval_longmem.tasks.topicret.protocol import ORDINALS, OPTION_PREFIX, TopicRetOptions, prepare
+from lm_eval_longmem.tasks.topicret.protocol import OPTION_PREFIX, ORDINALS, TopicRetOptions, prepare
 from lm_eval_longmem.tasks.topicret.scoring import topic_correct
 
 logger = logging.getLogger(__name__)
@@ -80,12 +80,27 @@ class TopicRetTask(LongMemTask):
     def doc_to_target(self, doc, doc_to_target=None) -> str:
         return doc["topic"]
 
-    def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False,
-                        fewshot_as_multiturn=False, chat_template=None, gen_prefix=None):
+    def fewshot_context(
+        self,
+        doc,
+        num_fewshot,
+        system_instruction=None,
+        apply_chat_template=False,
+        fewshot_as_multiturn=False,
+        chat_template=None,
+        gen_prefix=None,
+    ):
         """Plain LongChat text by default; with a chat template, L-Eval's user message in it."""
         if not (apply_chat_template and chat_template):
-            return super().fewshot_context(doc, num_fewshot, system_instruction, apply_chat_template,
-                                           fewshot_as_multiturn, chat_template, gen_prefix)
+            return super().fewshot_context(
+                doc,
+                num_fewshot,
+                system_instruction,
+                apply_chat_template,
+                fewshot_as_multiturn,
+                chat_template,
+                gen_prefix,
+            )
         messages = [{"role": "system", "content": system_instruction}] if system_instruction else []
         messages.append({"role": "user", "content": user_message(self._documents[doc["record"]], doc["question"])})
         return chat_template(messages, add_generation_prompt=True)
@@ -110,5 +125,9 @@ class TopicRetTask(LongMemTask):
         }
 
     def higher_is_better(self) -> dict:
-        return {**{name: True for name in POSITION_METRICS}, "mean_acc": True,
-                "skipped_documents": False, "truncated_documents": False}
+        return {
+            **{name: True for name in POSITION_METRICS},
+            "mean_acc": True,
+            "skipped_documents": False,
+            "truncated_documents": False,
+        }

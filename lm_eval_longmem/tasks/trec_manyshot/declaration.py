@@ -20,8 +20,9 @@ def _load_manyshots():
 
 
 TREC = HubDataset("trec", "CogComp/trec (TREC questions, parquet conversion)", _load_trec, "trec_data_dir=DIR")
-MANYSHOTS = HubDataset("trec-manyshots", "Leooyii/manyshots_trec (the published many-shot prompts)", _load_manyshots,
-                       "trec_data_dir=DIR")
+MANYSHOTS = HubDataset(
+    "trec-manyshots", "Leooyii/manyshots_trec (the published many-shot prompts)", _load_manyshots, "trec_data_dir=DIR"
+)
 
 
 def _from_the_hub(options) -> bool:

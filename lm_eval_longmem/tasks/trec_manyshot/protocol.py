@@ -35,14 +35,19 @@ SOURCES = ("cogcomp", "manyshots")
 class TrecOptions:
     """`--metadata trec_<name>=...`."""
 
-    shots: tuple[int, ...] | None = field(default=None, metadata={  # default: MANYSHOT_COUNTS
-        "help": "shot counts; default: the published ones from 1 to 1000 that fit the model"})
+    shots: tuple[int, ...] | None = field(
+        default=None,
+        metadata={  # default: MANYSHOT_COUNTS
+            "help": "shot counts; default: the published ones from 1 to 1000 that fit the model"
+        },
+    )
     questions: int = field(default=200, metadata={"help": "test questions per shot count"})
     seed: int = field(default=0, metadata={"help": "seed of the demonstration permutation and the test sample"})
-    source: str = field(default="cogcomp", metadata={
-        "help": "cogcomp (sample from CogComp/trec) or manyshots (the published prompt files)"})
-    data_dir: str | None = field(default=None, metadata={
-        "help": "local copies of the source, for offline machines"})
+    source: str = field(
+        default="cogcomp",
+        metadata={"help": "cogcomp (sample from CogComp/trec) or manyshots (the published prompt files)"},
+    )
+    data_dir: str | None = field(default=None, metadata={"help": "local copies of the source, for offline machines"})
 
     def validate(self) -> None:
         """Ranges and choices, before any model loads (the start-up check runs it too)."""

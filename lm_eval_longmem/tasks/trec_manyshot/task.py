@@ -16,8 +16,8 @@ from lm_eval.api.metrics import mean
 
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
-from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget, max_gen_toks
+from lm_eval_longmem.tasks.python_task import LongMemTask
 from lm_eval_longmem.tasks.task_options import parse_task_options
 from lm_eval_longmem.tasks.trec_manyshot.classification_score import trec_score
 from lm_eval_longmem.tasks.trec_manyshot.protocol import (
@@ -103,8 +103,11 @@ class TrecManyShotTask(LongMemTask):
         return {self._key(doc["shots"]): score, "acc": score, "skipped_shot_counts": 0}
 
     def aggregation(self) -> dict:
-        return {**{self._key(s): mean for s in self.shot_counts}, "acc": mean,
-                "skipped_shot_counts": lambda _: len(self.skipped_shots)}
+        return {
+            **{self._key(s): mean for s in self.shot_counts},
+            "acc": mean,
+            "skipped_shot_counts": lambda _: len(self.skipped_shots),
+        }
 
     def higher_is_better(self) -> dict:
         return {**{self._key(s): True for s in self.shot_counts}, "acc": True, "skipped_shot_counts": False}
