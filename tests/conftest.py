@@ -6,12 +6,23 @@ Helpers that are not fixtures live in tests/helpers/ (import them from there, ne
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from tests.helpers.corpus import make_corpus_text
 from tests.helpers.devices import DEVICES
+from tests.helpers.markers import KVPRESS_MISSING_REASON
 from tests.helpers.tiny_llama import build_tiny_model
+
+# Fixtures shared by several test modules, defined beside their helpers.
+pytest_plugins = ["tests.helpers.figures", "tests.helpers.task_index"]
+
+TESTS = Path(__file__).resolve().parent
+# What meets transformers' version-specific surface: the cache argument's name, attention
+# functions' signatures, rope_parameters, tokenizer mappings, cache cropping, generation. These
+# folders (and every kvpress test) run again in the kvpress venv, whose transformers is 5.2.
+TRANSFORMERS_SURFACE_FOLDERS = ("methods", "models", "lm_eval_model")
 
 
 def _run_triton_in_its_interpreter_without_a_gpu() -> None:
@@ -54,3 +65,13 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests `./scripts/test.sh` runs again under the kvpress extra's transformers."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+        needs_kvpress = any(mark.kwargs.get("reason") == KVPRESS_MISSING_REASON for mark in item.iter_markers("skipif"))
+        if folder in TRANSFORMERS_SURFACE_FOLDERS or needs_kvpress:
+            item.add_marker(pytest.mark.transformers_surface)

@@ -10,6 +10,7 @@ from lm_eval_longmem.data.passkey_prompt import (
     filler_characters,
     filler_sentences,
     key_line,
+    prompt_for_characters,
     split_at_depth,
 )
 from lm_eval_longmem.tasks.passkey.protocol import (
@@ -17,7 +18,6 @@ from lm_eval_longmem.tasks.passkey.protocol import (
     Options,
     PasskeyConfigError,
     check_lengths_fit,
-    prompt_for_characters,
     prompt_for_tokens,
 )
 from lm_eval_longmem.tasks.passkey.scoring import first_integer, is_correct

@@ -6,9 +6,9 @@ from collections import Counter
 import pytest
 from lm_eval.api.instance import Instance
 
-from lm_eval_longmem.data.passkey_prompt import key_line
+from lm_eval_longmem.data.passkey_prompt import key_line, prompt_for_characters
 from lm_eval_longmem.tasks.passkey.metrics import Grid, grid
-from lm_eval_longmem.tasks.passkey.protocol import PasskeyConfigError, prompt_for_characters
+from lm_eval_longmem.tasks.passkey.protocol import PasskeyConfigError
 from lm_eval_longmem.tasks.passkey.task import PasskeyTask
 
 

@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 from lm_eval.api.metrics import mean
 
-from lm_eval_longmem.data.passkey_prompt import KEY_RANGE
+from lm_eval_longmem.data.passkey_prompt import KEY_RANGE, prompt_for_characters
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.passkey import metrics
@@ -25,7 +25,6 @@ from lm_eval_longmem.tasks.passkey.protocol import (
     Options,
     check_lengths_fit,
     check_prompt_fits,
-    prompt_for_characters,
     prompt_for_tokens,
 )
 from lm_eval_longmem.tasks.passkey.scoring import first_integer, is_correct
