@@ -2,9 +2,11 @@
 # Set up, then run the test suite.   ./scripts/test.sh          fast tier (CI)
 #                                    ./scripts/test.sh --slow   slow tier (real SmolLM2-135M)
 # Other arguments are passed to pytest, in both runs.
-# Each tier runs twice: in .venv (the base install: the newest transformers), then in
-# .venv-kvpress (SETUP_EXTRAS=dev,kvpress: kvpress 0.5.5 caps transformers below 5.3, so that
-# venv resolves transformers 5.2.x). The exit status fails when either run fails.
+# The fast tier starts with ruff (lint, import order, format: configured in pyproject.toml).
+# Each tier runs in .venv (the base install: the newest transformers), then its tests marked
+# transformers_surface (tests/conftest.py: methods, models, lm_eval_model and every kvpress test)
+# run again in .venv-kvpress (SETUP_EXTRAS=dev,kvpress: kvpress 0.5.5 caps transformers below
+# 5.3, so that venv resolves transformers 5.2.x). The exit status fails when any step fails.
 # KVPRESS_RUN=0 skips the second run (a quick local check; CI always runs both).
 set -euo pipefail
 source "$(dirname "$0")/_prepare.sh"
@@ -13,18 +15,28 @@ if [ "${1:-}" = "--slow" ]; then
   SLOW=1
   shift
 fi
+# run_tier [MARK_EXPRESSION] -- [pytest arguments]: the tier, narrowed to MARK_EXPRESSION if given.
 run_tier() {
+  local only="$1"
+  shift 2
   if [ "$SLOW" = 1 ]; then
-    python -m pytest -m slow "$@"
+    python -m pytest -m "slow${only:+ and $only}" "$@"
   else
     # The fast tier in parallel, one worker per core up to 4 (measured on 2 cores before the
     # task-index cache: 8.0 min with two workers, 14.5 min in one process). Pass -n 0 to run it
     # in one process.
-    python -m pytest -n "$(python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')" "$@"
+    python -m pytest -n "$(python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')" \
+      ${only:+-m "not slow and $only"} "$@"
   fi
 }
 status=0
-run_tier "$@" || status=$?
+if [ "$SLOW" = 0 ]; then
+  echo "=== ruff: lint, import order, format ==="
+  { ruff check . && ruff format --check .; } || status=$?
+fi
+tier_status=0
+run_tier "" -- "$@" || tier_status=$?
+[ "$status" != 0 ] || status=$tier_status
 if [ "${KVPRESS_RUN:-1}" != 0 ]; then
   # A subshell (its own VENV, PATH), not under `||`, which would switch off set -e inside it:
   # a failed setup must stop this run, never fall back to .venv's python on PATH.
@@ -34,8 +46,8 @@ if [ "${KVPRESS_RUN:-1}" != 0 ]; then
     export VENV=.venv-kvpress SETUP_EXTRAS=dev,kvpress
     source scripts/_prepare.sh
     python -c 'import sys; from importlib.metadata import version as v; k, t = v("kvpress"), v("transformers")
-print(f"=== the same tests again in {sys.prefix}, the kvpress extra: kvpress {k}, transformers {t} ===")'
-    run_tier "$@"
+print(f"=== the transformers_surface tests again in {sys.prefix}, the kvpress extra: kvpress {k}, transformers {t} ===")'
+    run_tier transformers_surface -- "$@"
   )
   kvpress_status=$?
   set -e
