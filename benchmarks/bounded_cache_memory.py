@@ -282,7 +282,8 @@ def main():
             )
         for C in args.decode_contexts:
             print(
-                f"generation throughput statedclm / streamingllm at {C}: {med[('streamingllm', C)] / med[('statedclm', C)]:.2f}x"
+                f"generation throughput statedclm / streamingllm at {C}: "
+                f"{med[('streamingllm', C)] / med[('statedclm', C)]:.2f}x"
             )
         report["decode_ms_per_token"] = {f"{n}@{C}": v for (n, C), v in per_token.items()}
     if args.json:

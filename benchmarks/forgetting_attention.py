@@ -18,6 +18,7 @@ the peak extra memory of each, measured in a fresh child process. GPU numbers ne
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import resource
 import time
@@ -67,6 +68,10 @@ def _cuda_time_ms(fn, warmup=3, repeats=10):
     return do_bench(fn, warmup=warmup * 25, rep=repeats * 25)
 
 
+def _forward_backward(fn, q, k, v, g, grad):
+    torch.autograd.backward(fn(q, k, v, g), grad)
+
+
 def run_cuda(args) -> list[dict]:
     dtype = getattr(torch, args.dtype)
     rows = []
@@ -77,12 +82,12 @@ def run_cuda(args) -> list[dict]:
             grad = torch.randn_like(q)
             timed = {}
             for name, fn in _candidates().items():
-                forward = lambda fn=fn: fn(q, k, v, g)  # noqa: E731
-                both = lambda fn=fn: torch.autograd.backward(fn(q, k, v, g), grad)  # noqa: E731
+                # partials bind this iteration's tensors and are dropped once timed, so the `del`
+                # below frees the inputs before the next length
                 try:
                     with torch.no_grad():
-                        fwd_ms = _cuda_time_ms(forward)
-                    timed[name] = (fwd_ms, _cuda_time_ms(both))
+                        fwd_ms = _cuda_time_ms(functools.partial(fn, q, k, v, g))
+                    timed[name] = (fwd_ms, _cuda_time_ms(functools.partial(_forward_backward, fn, q, k, v, g, grad)))
                 except Exception as error:  # one failing peer must not hide the others' numbers
                     print(f"{head_dim:>4} {length:>7} {name:>14} failed: {type(error).__name__}: {error}", flush=True)
                     rows.append(
@@ -97,7 +102,8 @@ def run_cuda(args) -> list[dict]:
             base = timed["sdpa causal"]
             for name, (fwd_ms, both_ms) in timed.items():
                 print(
-                    f"{head_dim:>4} {length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} {both_ms:>11.3f} {both_ms / base[1]:>7.2f}",
+                    f"{head_dim:>4} {length:>7} {name:>14} {fwd_ms:>9.3f} {fwd_ms / base[0]:>7.2f} "
+                    f"{both_ms:>11.3f} {both_ms / base[1]:>7.2f}",
                     flush=True,
                 )
                 rows.append(
@@ -131,7 +137,8 @@ def run_decode(args, head_dim, dtype) -> list[dict]:
     rows = []
     for name, ms in timed.items():
         print(
-            f"{head_dim:>4} decode 1 vs {args.decode_length} {name:>14} {ms * 1000:>9.1f} us {ms / timed['sdpa']:>7.2f}x sdpa",
+            f"{head_dim:>4} decode 1 vs {args.decode_length} {name:>14} "
+            f"{ms * 1000:>9.1f} us {ms / timed['sdpa']:>7.2f}x sdpa",
             flush=True,
         )
         rows.append(
@@ -197,8 +204,9 @@ def run_cpu(args):
         }
         (t_b, m_b), (t_r, m_r) = results["blocked"], results["reference"]
         print(
-            f"CPU {label}, B=1 H={args.heads} D={head_dim} T={args.cpu_length} fp32: blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, "
-            f"reference {t_r:.2f} s / {m_r / 2**20:.0f} MiB; time ratio {t_b / t_r:.2f}, memory ratio {m_b / max(m_r, 1):.3f}"
+            f"CPU {label}, B=1 H={args.heads} D={head_dim} T={args.cpu_length} fp32: "
+            f"blocked {t_b:.2f} s / {m_b / 2**20:.0f} MiB, reference {t_r:.2f} s / {m_r / 2**20:.0f} MiB; "
+            f"time ratio {t_b / t_r:.2f}, memory ratio {m_b / max(m_r, 1):.3f}"
         )
 
 

@@ -100,7 +100,8 @@ def main() -> None:
 
     print("forgetting-curve scoring on SmolLM2-135M (CPU): longmem lean path vs HFLM full logits")
     print(
-        f"{'L':>6} {'tokens':>7} | {'ours s':>8} {'naive s':>8} {'time x':>7} | {'ours MiB':>9} {'naive MiB':>10} {'mem x':>6} | {'|dLL|':>8}"
+        f"{'L':>6} {'tokens':>7} | {'ours s':>8} {'naive s':>8} {'time x':>7} | "
+        f"{'ours MiB':>9} {'naive MiB':>10} {'mem x':>6} | {'|dLL|':>8}"
     )
     for length in args.lengths:
         ours = measure("ours", length, args.repeats, args.max_length)
@@ -108,7 +109,8 @@ def main() -> None:
         print(
             f"{length:>6} {ours['input_tokens']:>7} | {ours['seconds']:>8.2f} {naive['seconds']:>8.2f} "
             f"{ours['seconds'] / naive['seconds']:>6.2f}x | {ours['peak_mib']:>9.0f} {naive['peak_mib']:>10.0f} "
-            f"{ours['peak_mib'] / naive['peak_mib']:>5.2f}x | {abs(ours['loglikelihood'] - naive['loglikelihood']):>8.1e}",
+            f"{ours['peak_mib'] / naive['peak_mib']:>5.2f}x | "
+            f"{abs(ours['loglikelihood'] - naive['loglikelihood']):>8.1e}",
             flush=True,
         )
 

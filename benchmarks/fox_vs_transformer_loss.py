@@ -80,7 +80,8 @@ def main() -> None:
             held_out = torch.from_numpy(stream[: args.eval_chunks * length].reshape(args.eval_chunks, length))
         curves[name] = per_position_loss(model, held_out)
         print(
-            f"{name}: trained {summary['steps']} steps, {summary['tokens']:,} tokens, {summary['tokens_per_second']:,.0f} tok/s"
+            f"{name}: trained {summary['steps']} steps, {summary['tokens']:,} tokens, "
+            f"{summary['tokens_per_second']:,.0f} tok/s"
         )
     # target positions 0 .. 2L-2; buckets of L / buckets positions, the second half beyond L
     edges = [min(i * args.seq_len // args.buckets, 2 * args.seq_len - 1) for i in range(2 * args.buckets + 1)]

@@ -785,7 +785,8 @@ def describe_setup(report: dict) -> str:
             f"- forgetting curve L={L}: input {c['input_tokens']} tokens, context {c['context_tokens']} "
             f"([bos] S [bos] + first {int(L) - c['scored_tokens']} of S), press prefill {c['prefill_tokens']} "
             f"(context less its last token), {c['scored_tokens']} scored; press kept {c['press_kept']} -> "
-            f"bounded B={c['bounded_budget']}, chunk {bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; "
+            f"bounded B={c['bounded_budget']}, "
+            f"chunk {bounded_settings('statedclm', c['bounded_budget'])['chunk_size']}; "
             f"{args.fc_samples} sample(s)"
         )
     for N, c in report["contexts"]["pk"].items():

@@ -258,13 +258,14 @@ def print_table(rows: list[dict]) -> None:
         f"{'mem x':>6} {'target':>7}  verdict (ratios to {rows[0]['baseline'] if rows else '-'} at the same T)"
     )
     for r in rows:
-        gib = lambda key: None if key not in r else r[key] / 2**30  # noqa: E731
+        gib = lambda key, r=r: None if key not in r else r[key] / 2**30  # noqa: E731
         target = "-" if r.get("target") is None else f"<={r['target']}x"
         verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:120]}"
         print(
             f"{r['method']:>22} {r['T']:>6} {number(r.get('tokens_per_s'), ',.0f'):>11} "
             f"{number(r.get('time_ratio'), '.3f'):>7} {number(gib('peak_bytes'), '.3f'):>9} "
-            f"{number(gib('scoring_bytes'), '.3f'):>12} {number(r.get('memory_ratio'), '.2f'):>6} {target:>7}  {verdict}",
+            f"{number(gib('scoring_bytes'), '.3f'):>12} {number(r.get('memory_ratio'), '.2f'):>6} "
+            f"{target:>7}  {verdict}",
             flush=True,
         )
 

@@ -100,7 +100,8 @@ def main() -> None:
     print("perplexity scoring on SmolLM2-135M (CPU): longmem_perplexity's path vs full logits (ratios ours/naive)")
     print(
         f"{'L':>6} | {'ours s':>7} {'hflm s':>7} {'torch s':>7} {'t/hflm':>7} {'t/torch':>7} | "
-        f"{'ours MiB':>8} {'hflm MiB':>8} {'torch MiB':>9} {'m/hflm':>7} {'m/torch':>7} | {'ppl ours':>9} {'hflm':>9} {'torch':>9}"
+        f"{'ours MiB':>8} {'hflm MiB':>8} {'torch MiB':>9} {'m/hflm':>7} {'m/torch':>7} | "
+        f"{'ppl ours':>9} {'hflm':>9} {'torch':>9}"
     )
     for length in args.lengths:
         r = {impl: measure(impl, length, args.repeats) for impl in IMPLS}

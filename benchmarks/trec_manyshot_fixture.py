@@ -51,7 +51,8 @@ def main() -> None:
     for shots in protocol["shots"]:
         key = f"acc@{shots:04d}shots,none"
         print(
-            f"  {shots:4d} shots  acc {metrics[key]:.3f}  (longest prompt {protocol['max_prompt_tokens'][str(shots)]} tokens)"
+            f"  {shots:4d} shots  acc {metrics[key]:.3f}  "
+            f"(longest prompt {protocol['max_prompt_tokens'][str(shots)]} tokens)"
         )
     print(f"  overall      acc {metrics['acc,none']:.3f}   [{seconds:.0f} s]")
     chance = 1 / 50

@@ -236,7 +236,8 @@ def main() -> None:
     names = list(settings)
 
     print(
-        f"\ntrained at C={c} on {len(train_plays)} plays, YaRN factor {FACTOR}; evaluated on {HELD_OUT_PLAYS} held-out plays"
+        f"\ntrained at C={c} on {len(train_plays)} plays, YaRN factor {FACTOR}; "
+        f"evaluated on {HELD_OUT_PLAYS} held-out plays"
     )
     print(f"\nperplexity ({args.ppl_windows} windows per length)")
     print(f"{'tokens':>6} " + " ".join(f"{n:>19}" for n in names))
@@ -275,7 +276,8 @@ def main() -> None:
         )
         print(
             f"perplexity at {length} tokens: fine-tuned {tuned_ppl:.2f} vs control {control_ppl:.2f} "
-            f"(ratio {tuned_ppl / control_ppl:.3f}), training-free {ppl['yarn training-free'].get(length, math.nan):.2f}, "
+            f"(ratio {tuned_ppl / control_ppl:.3f}), "
+            f"training-free {ppl['yarn training-free'].get(length, math.nan):.2f}, "
             f"base {ppl['base'].get(length, math.nan):.2f}"
         )
     print(f"total time {time.perf_counter() - started:.0f} s; runs in {work}")

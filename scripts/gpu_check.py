@@ -54,7 +54,8 @@ PYTEST = (
 PARTS = (
     Part(
         "cuda-tests",
-        "every CUDA test of the fast tier (compiled Triton, band attention, FoX bf16, bounded caches and Infini on CUDA)",
+        "every CUDA test of the fast tier "
+        "(compiled Triton, band attention, FoX bf16, bounded caches and Infini on CUDA)",
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
         (*PYTEST, "-n", "4", "-k", "cuda", "--junitxml", "{out}/cuda-tests.xml", "tests"),
         240,
@@ -95,7 +96,8 @@ PARTS = (
     ),
     Part(
         "method-speed",
-        "every longmem method's scoring throughput and peak memory on a random-weight ~1B Llama, bf16, as ratios to vanilla",
+        "every longmem method's scoring throughput and peak memory on a random-weight ~1B Llama, bf16, "
+        "as ratios to vanilla",
         (
             "benchmarks/method_scoring.py",
             "--device",

@@ -28,7 +28,7 @@ def install_option_parsing(cli_utils_module=None) -> bool:
     if cli_utils_module is None:
         import lm_eval._cli.utils as cli_utils_module
     action = getattr(cli_utils_module, "MergeDictAction", None)
-    original = getattr(action, "__call__", None)
+    original = None if action is None else action.__call__  # the method to wrap, not a callable() check
     if original is None or getattr(original, _MARKER, False):
         return False
 

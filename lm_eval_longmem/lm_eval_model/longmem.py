@@ -61,7 +61,8 @@ FROM_PRETRAINED_OPTIONS = frozenset(
 _HFLM_PARAMETERS = frozenset(inspect.signature(HFLM.__init__).parameters) - {"self", "kwargs"}
 # Arguments of the wrapper itself (besides method=): name -> what it does, for error messages.
 WRAPPER_ARGUMENTS = {
-    "reuse_prefix": "bool, default True: generation reuses the KV cache of a prompt prefix shared with the previous request",
+    "reuse_prefix": "bool, default True: generation reuses the KV cache of a prompt prefix "
+    "shared with the previous request",
 }
 
 

@@ -10,8 +10,9 @@ scores (score_fingerprint.py):
     <use_cache>_longmem__<model>__<method>__<digest>.json        that fingerprint, to read
 
 So one `--use_cache` path serves every method, and rerunning a command resumes from its own
-entries only (a database SQLite finds damaged is set aside first: damaged_database.py). lm-eval hands the path to `CachingLM` and never to the model, so we wrap
-`CachingLM.__init__`; any other model keeps lm-eval's path untouched. `LongMemLM` installs the
+entries only (a database SQLite finds damaged is set aside first: damaged_database.py).
+lm-eval hands the path to `CachingLM` and never to the model, so we wrap `CachingLM.__init__`;
+any other model keeps lm-eval's path untouched. `LongMemLM` installs the
 wrapper when it is built, which is always before lm-eval wraps it, so the `lm_eval` command,
 `lm-eval-longmem` and the Python API (with or without `register()`) all get it.
 """

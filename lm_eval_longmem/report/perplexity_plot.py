@@ -84,7 +84,7 @@ def plot_perplexity(runs: list[RunInfo], output: str | Path, title: str | None =
     if with_ppl:
         ax = axes.pop(0)
         series, series_colors = [], []
-        for (run, points, _), label, color in zip(rows, labels, colors):
+        for (_, points, _), label, color in zip(rows, labels, colors):
             if not points:
                 continue
             series.append(series_with_interval(label, points))
@@ -103,7 +103,7 @@ def plot_perplexity(runs: list[RunInfo], output: str | Path, title: str | None =
 
     if with_curve:
         ax = axes.pop(0)
-        for (run, _, curve), label, color in zip(rows, labels, colors):
+        for (_, _, curve), label, color in zip(rows, labels, colors):
             if curve:
                 ax.plot(curve[0], curve[1], "-", color=color, linewidth=1.3, label=label)
         # Linear positions: the task bins positions in equal widths, and late positions are the point.

@@ -51,7 +51,8 @@ class SweepConfig:
 # key -> what it holds, for the unknown-key message and `sweep --help`.
 KEYS = {
     "tasks": "task names (or groups) evaluated together in each run; required",
-    "models": "list of models: null/default (the embedded SmolLM2-135M-Instruct), a Hub id or folder, or a mapping of model args with pretrained",
+    "models": "list of models: null/default (the embedded SmolLM2-135M-Instruct), a Hub id or folder, "
+    "or a mapping of model args with pretrained",
     "methods": "list of methods: a name, or {name: NAME, args: {..} or [{..}, ..], grid: {arg: [values]}}",
     "output_path": "where results go, one folder per model and method (default sweep_results)",
     "per_task": "true: one run per task instead of one run for all tasks (default false)",
@@ -61,7 +62,8 @@ KEYS = {
     "batch_size": "lm_eval --batch_size",
     "device": "lm_eval --device (cpu, cuda, cuda:1, ...)",
     "lm_eval_args": "list of extra lm_eval arguments, e.g. [--log_samples]",
-    "launcher": "command that runs a Python module instead of this Python, e.g. [accelerate, launch, --num_processes, 8]",
+    "launcher": "command that runs a Python module instead of this Python, "
+    "e.g. [accelerate, launch, --num_processes, 8]",
 }
 METHOD_KEYS = ("name", "args", "grid")
 

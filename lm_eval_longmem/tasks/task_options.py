@@ -5,8 +5,9 @@ that start with its prefix (`fc_`, `pk_`, `trec_`, `topicret_`), rejects unknown
 list of valid ones, and converts values to the types its frozen options dataclass declares.
 lm-eval parses `key=[1,10]` with `ast.literal_eval`; strings such as "1 10" or "[1, 10]" and
 JSON lists are accepted too, but a malformed value (`[1024,`, `10x`, `maybe` for a boolean) is
-refused with the option, the value and the form expected, never repaired. Integer lists (lengths, depths, shot counts) come back sorted and
-without repeats, since every task treats them as a set of buckets. Each options class's
+refused with the option, the value and the form expected, never repaired. Integer lists
+(lengths, depths, shot counts) come back sorted and without repeats, since every task treats
+them as a set of buckets. Each options class's
 `validate()` checks ranges and choices with `check_range` / `check_choice`, so every such
 message names the option, the value given and what is allowed; the start-up check
 (preflight.py) runs it before any model loads.

@@ -1,8 +1,8 @@
 """Many faults at random points (slow tier): SIGKILLs of `lm_eval --use_cache` runs at random
-request counts with caches (and the --use_cache database) damaged between attempts, SIGKILLs of fake-lm_eval sweeps at random
-moments, a real sweep killed in the middle of two runs, and every cache and results file
-damaged at random offsets. Each test prints its tally (`-s` shows it): faults injected,
-recovered, lost. Seed: FAULT_SEED (default 23).
+request counts with caches (and the --use_cache database) damaged between attempts, SIGKILLs
+of fake-lm_eval sweeps at random moments, a real sweep killed in the middle of two runs, and
+every cache and results file damaged at random offsets. Each test prints its tally (`-s` shows
+it): faults injected, recovered, lost. Seed: FAULT_SEED (default 23).
 
 Run: ./scripts/test.sh --slow tests/e2e/test_fault_injection_slow.py -s
 """
@@ -85,7 +85,10 @@ def test_lm_eval_killed_at_random_request_counts_and_caches_damaged_between(
         before = 0 if database_damaged else cached_requests(use_cache)
         target = before + int(rng.integers(30, 130))  # killed once this many requests are scored
         attempt = kill_when(
-            command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs")
+            command,
+            lambda target=target: cached_requests(use_cache) >= target,
+            env=env,
+            log=kill_log(tmp_path / "logs"),
         )
         after = cached_requests(use_cache)
         check_damaged_files_were_rebuilt(pending, attempt.output, tally)
@@ -139,7 +142,7 @@ def test_sweep_killed_at_random_moments(tmp_path, rng, tally):
         log = kill_log(tmp_path / "logs")
         started: dict[str, float] = {}
 
-        def ready():
+        def ready(log=log, started=started, cell=cell, delay=delay):  # this attempt's values
             text = log.read_text()
             if not started and re.search(rf"^\[{cell}/{len(runs)}\] .*: running$", text, re.MULTILINE):
                 started["at"] = time.monotonic()
@@ -204,7 +207,11 @@ def test_real_sweep_killed_mid_run_twice(tiny_model_dir, corpus_file, tmp_path, 
     for cell in (2, 3):
         target = (cell - 1) * SWEEP_REQUESTS + int(rng.integers(50, SWEEP_REQUESTS - 50))  # the runs before: all scored
         attempt = kill_when(
-            command, lambda: cached_requests(use_cache) >= target, env=env, log=kill_log(tmp_path / "logs"), timeout=600
+            command,
+            lambda target=target: cached_requests(use_cache) >= target,
+            env=env,
+            log=kill_log(tmp_path / "logs"),
+            timeout=600,
         )
         assert attempt.killed, attempt.output[-3000:]
         no_orphan = none_left_mentioning(str(out / STAGING_DIR))

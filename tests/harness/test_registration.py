@@ -48,7 +48,11 @@ def test_hook_is_inert_in_unrelated_processes():
 
 
 def test_hook_installs_its_watcher_in_the_cli_only():
-    code = "import lm_eval_longmem.harness.startup as a, sys; print(a.activate(['python', '/x/lm_eval']), a.activate(['python', '/x/lm_eval']), sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
+    code = (
+        "import lm_eval_longmem.harness.startup as a, sys; "
+        "print(a.activate(['python', '/x/lm_eval']), a.activate(['python', '/x/lm_eval']), "
+        "sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True", "1"]  # idempotent: one watcher
 

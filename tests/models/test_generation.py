@@ -63,7 +63,7 @@ def test_reuse_encodes_the_shared_prefix_once(lm, lm_fresh):
     for name, model in (("reuse", lm), ("fresh", lm_fresh)):
         seen = []
         hook = model.model.model.register_forward_pre_hook(
-            lambda mod, args, kwargs: seen.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+            lambda mod, args, kwargs, seen=seen: seen.append(kwargs["input_ids"].shape[1]), with_kwargs=True
         )
         try:
             model.generate_until(reqs)

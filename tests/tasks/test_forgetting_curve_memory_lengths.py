@@ -11,7 +11,7 @@ def records(table):
     """[(L, [copy accs], [lm accs])] -> per-sample records."""
     out = []
     for length, copies, lms in table:
-        out.extend({"length": length, "copy": c, "lm": l} for c, l in zip(copies, lms))
+        out.extend({"length": length, "copy": copy_acc, "lm": lm_acc} for copy_acc, lm_acc in zip(copies, lms))
     return out
 
 

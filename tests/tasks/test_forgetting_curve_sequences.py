@@ -14,7 +14,7 @@ from lm_eval_longmem.tasks.forgetting_curve.sequences import (
 
 BOS, EOS = 1, 2
 S = [10, 11, 12, 13, 14]
-I = [20, 21, 22, 23, 24]
+I = [20, 21, 22, 23, 24]  # noqa: E741 (the paper's notation: I, the irrelevant text beside S)
 
 
 def test_copy_sequence_is_bos_s_bos_s_eos():

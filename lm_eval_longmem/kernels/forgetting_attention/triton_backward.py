@@ -18,16 +18,16 @@ from .triton_forward import key_range, load_key_lo
 
 @triton.jit
 def output_dot_grad_kernel(
-    O, DO, DELTA, stride_b, stride_t, stride_h, num_queries, q_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr
+    OUT, DO, DELTA, stride_b, stride_t, stride_h, num_queries, q_heads, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr
 ):
-    """``delta[b, h, i] = sum_d O * dO`` in fp32 (O and dO share strides)."""
+    """``delta[b, h, i] = sum_d OUT * DO`` in fp32 (OUT and DO share strides)."""
     batch_head = tl.program_id(1)
     b = (batch_head // q_heads).to(tl.int64)
     head = batch_head % q_heads
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_queries
     offsets = b * stride_b + head * stride_h + rows[:, None] * stride_t + tl.arange(0, HEAD_DIM)[None, :]
-    out = tl.load(O + offsets, mask=row_ok[:, None], other=0.0).to(tl.float32)
+    out = tl.load(OUT + offsets, mask=row_ok[:, None], other=0.0).to(tl.float32)
     grad = tl.load(DO + offsets, mask=row_ok[:, None], other=0.0).to(tl.float32)
     tl.store(DELTA + batch_head.to(tl.int64) * num_queries + rows, tl.sum(out * grad, 1), mask=row_ok)
 

@@ -96,7 +96,7 @@ def biased_attention_forward_kernel(
     QB,
     KB,
     KEY_LO,
-    O,
+    OUT,
     LSE,
     stride_qb,
     stride_qt,
@@ -201,8 +201,8 @@ def biased_attention_forward_kernel(
     safe_sum = tl.where(empty, 1.0, row_sum)
     out = acc / safe_sum[:, None]
     tl.store(
-        O + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :],
-        out.to(O.dtype.element_ty),
+        OUT + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :],
+        out.to(OUT.dtype.element_ty),
         mask=row_ok[:, None],
     )
     lse = tl.where(empty, float("inf"), row_max + tl.math.log2(safe_sum))

@@ -38,7 +38,8 @@ class BudgetArgs:
             raise ValueError(
                 f"max_context_length ({self.max_context_length}) must exceed sink_length + chunk_size "
                 f"({self.sink_length} + {self.chunk_size}): each step removes chunk_size entries from the "
-                f"part of the cache after the sinks. {budget_fix(self.max_context_length, self.sink_length, self.chunk_size)}"
+                f"part of the cache after the sinks. "
+                f"{budget_fix(self.max_context_length, self.sink_length, self.chunk_size)}"
             )
 
     def budget_fields(self) -> dict:

@@ -58,8 +58,8 @@ class PressedSequence:
                 self.model.model(input_ids=ids, **cache_argument(self.cache), use_cache=True)
         except AssertionError as err:  # kvpress checks its inputs with asserts (e.g. SnapKV's window)
             raise PressRefusedError(
-                f"press {type(self.press).__name__} refused a context of {len(token_ids)} tokens: {err}. Give it longer "
-                "contexts (e.g. a larger fc_min_length) or change the press's argument named there."
+                f"press {type(self.press).__name__} refused a context of {len(token_ids)} tokens: {err}. "
+                "Give it longer contexts (e.g. a larger fc_min_length) or change the press's argument named there."
             ) from None
         self.next_position = self.cache.get_seq_length() if positions_follow_cache(self.press) else len(token_ids)
         lengths = {self.cache.get_seq_length(layer) for layer in range(len(self.cache))}

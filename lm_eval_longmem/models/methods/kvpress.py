@@ -193,7 +193,8 @@ def _known(name: str, specs: dict, role: str):
     if name not in specs:
         hint = did_you_mean(name, list(specs), form=f"{role}={{}}")
         raise MethodArgumentError(
-            f"method={NAME}: unknown {role}={name!r}.{hint} Presses: {', '.join(n for n, s in specs.items() if not s.unsupported)} "
+            f"method={NAME}: unknown {role}={name!r}.{hint} "
+            f"Presses: {', '.join(n for n, s in specs.items() if not s.unsupported)} "
             f"(`lm-eval-longmem methods {NAME}` lists each with its arguments)."
         )
     return specs[name]

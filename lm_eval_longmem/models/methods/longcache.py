@@ -53,7 +53,8 @@ class LongCacheArgs(BudgetArgs):
             raise ValueError(
                 f"max_context_length ({self.max_context_length}) must exceed sink_length + top_k_prime * span_size "
                 f"({self.sink_length} + {self.top_k_prime} * {self.span_size}) to leave a local window. Fix: "
-                f"top_k_prime={most} or fewer, or max_context_length={self.sink_length + self.recalled_tokens + 1} or more."
+                f"top_k_prime={most} or fewer, "
+                f"or max_context_length={self.sink_length + self.recalled_tokens + 1} or more."
             )
 
     @property

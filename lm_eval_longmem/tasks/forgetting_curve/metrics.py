@@ -93,7 +93,10 @@ class Curve(SummarizedMetric):
     def summary(self) -> str:
         failed = self.get_field("failed_lengths") or []
         note = f", {len(failed)} length(s) without numbers" if failed else ""
-        return f"{len(self.field('points'))} points ({self.field('mode')}){self._memory_lengths()}{note}; see the results JSON"
+        return (
+            f"{len(self.field('points'))} points ({self.field('mode')}){self._memory_lengths()}{note}; "
+            "see the results JSON"
+        )
 
     def _memory_lengths(self) -> str:
         """ ", fine 40, coarse >40": the table's plain numbers do not say which are lower bounds."""

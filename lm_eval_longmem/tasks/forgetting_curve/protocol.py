@@ -34,7 +34,8 @@ class Options:
     max_length: int | None = field(
         default=None,
         metadata={  # see default_top_length
-            "help": "largest L; default: the claimed length l (about l/2 for absolute positions or an explicit max_length)"
+            "help": "largest L; default: the claimed length l "
+            "(about l/2 for absolute positions or an explicit max_length)"
         },
     )
     min_length: int = field(default=8, metadata={"help": "smallest L"})

@@ -93,7 +93,8 @@ def prepare(documents: list[TopicDocument], budget: PromptBudget, policy: str) -
     limit = f"prompts up to {budget.prompt_limit} tokens ({budget.context_length} minus {budget.generated} generated)"
     if skipped:
         logger.warning(
-            "longmem_topicret: skipped %d of %d records whose prompt does not fit the model (%s; topicret_overlong=%s).",
+            "longmem_topicret: skipped %d of %d records whose prompt does not fit the model "
+            "(%s; topicret_overlong=%s).",
             skipped,
             len(documents),
             limit,

@@ -139,7 +139,8 @@ def fitting_buckets(buckets: list[ShotBucket], budget: PromptBudget, explicit: b
     detail = ""
     if too_long:
         detail = (
-            f"longmem_trec_manyshot: {too_long} shots need up to {max(sizes[s] for s in too_long)} prompt tokens, but the "
+            f"longmem_trec_manyshot: {too_long} shots need up to {max(sizes[s] for s in too_long)} prompt tokens, "
+            "but the "
             f"model takes {budget.context_length} tokens including the {budget.generated} generated ones "
             f"(prompts up to {budget.prompt_limit}). Largest tested shot count that fits: {largest}."
         )
