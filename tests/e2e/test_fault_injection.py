@@ -33,7 +33,6 @@ from tests.helpers.fault_scenarios import (
     scoring_command,
     trusted_results_are_whole,
 )
-from tests.helpers.figures import runs_dir, saved  # noqa: F401 (fixtures)
 from tests.helpers.results_files import table_rows
 
 # --- lm_eval --use_cache ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 import lm_eval.tasks._index as index_module
 
 from lm_eval_longmem.harness import task_index_cache
-from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
+from tests.helpers.task_index import as_data, uncached_build, write_tasks
 
 
 def test_cached_index_equals_lm_evals_and_follows_edits(installed, monkeypatch, tmp_path):

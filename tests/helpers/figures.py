@@ -1,6 +1,7 @@
 """Figures as the plot commands draw them: captured just before they are saved, so tests read the
 drawn data, titles and legends rather than trusting that a file was written; and a folder of
-three runs to draw. `saved` and `runs_dir` are fixtures: import them into the test module."""
+three runs to draw. `saved` and `runs_dir` are fixtures, available to every test module through
+`pytest_plugins` in tests/conftest.py (no import needed)."""
 
 from __future__ import annotations
 

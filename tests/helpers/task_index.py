@@ -1,5 +1,6 @@
 """lm-eval's task index with and without our parse cache, and a small folder of task YAMLs to
-index. `installed` is a fixture: import it into the test module."""
+index. `installed` is a fixture, available to every test module through `pytest_plugins` in
+tests/conftest.py (no import needed)."""
 
 import lm_eval.tasks._index as index_module
 import pytest

@@ -13,7 +13,7 @@ import pytest
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.errors import LongMemError, ResultsFileError
 from lm_eval_longmem.report.figures import FigureOutputError, check_output, legend_labels, wrap
-from tests.helpers.figures import legend_texts, runs_dir, saved  # noqa: F401 (runs_dir, saved: fixtures)
+from tests.helpers.figures import legend_texts
 from tests.helpers.results_files import (
     forgetting_metrics,
     lm_eval_results,
