@@ -17,7 +17,7 @@ from lm_eval_longmem.harness import task_index_cache
 from lm_eval_longmem.lm_eval_model import request_cache
 from lm_eval_longmem.models.checkpoint import default_model
 from tests.helpers.fault_injection import DAMAGES, damage
-from tests.helpers.task_index import as_data, installed, uncached_build, write_tasks  # noqa: F401 (installed: fixture)
+from tests.helpers.task_index import as_data, uncached_build, write_tasks
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_packed_training_data(how, private_cache, tokenizer, corpus_file, warnin
 
 
 @pytest.mark.parametrize("how", DAMAGES)
-def test_task_index_cache(how, installed, monkeypatch, tmp_path, warnings):  # noqa: F811
+def test_task_index_cache(how, installed, monkeypatch, tmp_path, warnings):
     folder = tmp_path / "builtin"
     write_tasks(folder)
     monkeypatch.setattr(task_index_cache, "builtin_tasks_dir", lambda: folder)

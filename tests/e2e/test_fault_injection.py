@@ -138,7 +138,7 @@ def truncate_copies(root: Path, rng: np.random.Generator) -> list[Path]:
 @pytest.mark.parametrize("command, options", REPORT_COMMANDS, ids=[c for c, _ in REPORT_COMMANDS])
 def test_a_truncated_results_file_is_one_warning_naming_it_in_every_report_command(
     command, options, runs_dir, saved, tmp_path, capsys
-):  # noqa: F811
+):
     cut = truncate_copies(runs_dir, np.random.default_rng(len(command)))
     output = [] if command == "leaderboard" else ["-o", str(tmp_path / "figure.png")]
     assert report_main([command, str(runs_dir), *options, *output]) == 0

@@ -14,7 +14,7 @@ from lm_eval_longmem.harness.run_name import run_folder_name
 from lm_eval_longmem.models.checkpoint.fox_architecture import architecture_arguments
 from lm_eval_longmem.report.discovery import collect_runs
 from lm_eval_longmem.report.leaderboard import build_leaderboard
-from tests.helpers.figures import legend_texts, saved  # noqa: F401 (saved: a fixture)
+from tests.helpers.figures import legend_texts
 from tests.helpers.fox_fixtures import json_tokenizer
 from tests.helpers.results_files import forgetting_metrics, lm_eval_results, table_rows, write
 
@@ -140,7 +140,7 @@ def test_leaderboard_rows_differ_by_architecture(fox_and_transformer_results, ca
 
 
 @pytest.mark.parametrize("overlay", [False, True], ids=["panels", "overlay"])
-def test_figures_name_the_architecture_and_each_model(fox_and_transformer_results, tmp_path, saved, overlay):  # noqa: F811
+def test_figures_name_the_architecture_and_each_model(fox_and_transformer_results, tmp_path, saved, overlay):
     assert (
         main(
             [

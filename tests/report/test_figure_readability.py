@@ -13,7 +13,6 @@ import pytest
 
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.report.figures import DPI, log_spaced
-from tests.helpers.figures import saved  # noqa: F401 (a fixture)
 from tests.helpers.results_files import forgetting_metrics, lm_eval_results, passkey_metrics, write
 
 
@@ -32,7 +31,7 @@ def test_log_spaced_lengths_are_recognised(lengths, expected):
     assert log_spaced(lengths) is expected
 
 
-def test_plot_draws_log_spaced_lengths_on_a_log_axis_and_help_says_when(tmp_path, saved, capsys):  # noqa: F811
+def test_plot_draws_log_spaced_lengths_on_a_log_axis_and_help_says_when(tmp_path, saved, capsys):
     write(
         tmp_path / "out" / "results_1.json",
         lm_eval_results(
@@ -55,7 +54,7 @@ def test_plot_draws_log_spaced_lengths_on_a_log_axis_and_help_says_when(tmp_path
 
 
 @pytest.mark.parametrize("overlay", [False, True], ids=["panels", "overlay"])
-def test_the_copy_line_stays_visible_where_it_equals_the_lm_line(tmp_path, saved, overlay):  # noqa: F811
+def test_the_copy_line_stays_visible_where_it_equals_the_lm_line(tmp_path, saved, overlay):
     data = lm_eval_results({"forgetting_curve": forgetting_metrics([8, 24, 40], [0.2, 0.2, 0.2], fine=0, coarse=0)})
     write(tmp_path / "out" / "results_1.json", data)  # copy == LM == 0.2 at every length
     assert (
@@ -71,7 +70,7 @@ def test_the_copy_line_stays_visible_where_it_equals_the_lm_line(tmp_path, saved
     assert lm.get_markerfacecolor() == "none" and lm.get_markersize() > copy.get_markersize()  # LM frames copy's dots
 
 
-def test_five_passkey_runs_wrap_into_a_grid_of_readable_cells(tmp_path, saved):  # noqa: F811
+def test_five_passkey_runs_wrap_into_a_grid_of_readable_cells(tmp_path, saved):
     for index, method in enumerate(("vanilla", "yarn", "pi", "ntk", "streamingllm")):
         write(
             tmp_path / "out" / method / "results_1.json",
@@ -98,7 +97,7 @@ def test_five_passkey_runs_wrap_into_a_grid_of_readable_cells(tmp_path, saved): 
             assert text.get_window_extent(renderer).width < cell_width
 
 
-def test_a_lower_bound_stays_a_lower_bound_in_every_format(tmp_path, saved, capsys):  # noqa: F811
+def test_a_lower_bound_stays_a_lower_bound_in_every_format(tmp_path, saved, capsys):
     write(
         tmp_path / "out" / "results_1.json",
         lm_eval_results(
