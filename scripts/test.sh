@@ -4,7 +4,7 @@
 # Other arguments are passed to pytest, in both runs.
 # The fast tier starts with ruff (lint, import order, format: configured in pyproject.toml).
 # Each tier runs in .venv (the base install: the newest transformers), then its tests marked
-# transformers_surface (tests/conftest.py: methods, models, lm_eval_model and every kvpress test)
+# transformers_surface (the files tests/conftest.py lists, and every kvpress test)
 # run again in .venv-kvpress (SETUP_EXTRAS=dev,kvpress: kvpress 0.5.5 caps transformers below
 # 5.3, so that venv resolves transformers 5.2.x). The exit status fails when any step fails.
 # KVPRESS_RUN=0 skips the second run (a quick local check; CI always runs both).

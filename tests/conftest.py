@@ -19,10 +19,26 @@ from tests.helpers.tiny_llama import build_tiny_model
 pytest_plugins = ["tests.helpers.figures", "tests.helpers.task_index"]
 
 TESTS = Path(__file__).resolve().parent
-# What meets transformers' version-specific surface: the cache argument's name, attention
-# functions' signatures, rope_parameters, tokenizer mappings, cache cropping, generation. These
-# folders (and every kvpress test) run again in the kvpress venv, whose transformers is 5.2.
-TRANSFORMERS_SURFACE_FOLDERS = ("methods", "models", "lm_eval_model")
+# The test files that meet transformers' version-specific surface, run again in the kvpress venv
+# (transformers 5.2): the name of the cache argument and output field, attention functions'
+# signatures (kvpress wraps them positionally), rope_parameters and HF's dynamic rope, tokenizer
+# mappings (FoX's), cache cropping (prefix reuse), generation, and lm-eval's HFLM around them.
+# Pure arithmetic, parsing, reports and the command line are the same under either version.
+# Every kvpress test joins them (found by its skip reason).
+TRANSFORMERS_SURFACE = {
+    "methods/test_method_matrix.py",  # every method: build, score, generate, record, bfloat16
+    "methods/test_dynamic_ntk_hf.py",
+    "methods/test_rope_frequencies.py",
+    "methods/test_self_extend_and_lm_infinite.py",
+    "models/test_bounded_cache.py",
+    "models/test_cache_argument.py",
+    "models/test_compressive_memory.py",
+    "models/test_fox.py",
+    "models/test_fox_checkpoint_conventions.py",
+    "models/test_generation.py",
+    "models/test_scoring.py",
+    "lm_eval_model/test_longmem_lm.py",
+}
 
 
 def _run_triton_in_its_interpreter_without_a_gpu() -> None:
@@ -71,7 +87,7 @@ def pytest_collection_modifyitems(config, items):
     """Mark the tests `./scripts/test.sh` runs again under the kvpress extra's transformers."""
     for item in items:
         path = Path(str(item.path)).resolve()
-        folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+        name = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
         needs_kvpress = any(mark.kwargs.get("reason") == KVPRESS_MISSING_REASON for mark in item.iter_markers("skipif"))
-        if folder in TRANSFORMERS_SURFACE_FOLDERS or needs_kvpress:
+        if name in TRANSFORMERS_SURFACE or needs_kvpress:
             item.add_marker(pytest.mark.transformers_surface)

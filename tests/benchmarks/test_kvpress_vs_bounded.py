@@ -252,6 +252,7 @@ def test_without_kvpress_it_says_how_to_get_it_in_one_line():
 
 # --- end to end ------------------------------------------------------------------------------
 @requires_kvpress
+@pytest.mark.slow  # the real SmolLM2-135M through seven runs: the slow tier, in .venv-kvpress
 def test_quick_run_end_to_end(tmp_path):
     from kvpress.utils import compute_n_kept
 

@@ -90,8 +90,7 @@ def test_console_script_works_when_the_hook_is_off(tiny_model_dir, corpus_file, 
         "--limit",
         "2",
     ]
-    stock = run([str(BIN / "lm_eval"), *args], env_extra=off, check=False)
-    assert stock.returncode != 0  # the opt-out really switches the hook off
+    # (that the opt-out switches the hook off is tests/harness/test_registration.py's)
     ours = run([str(BIN / "lm-eval-longmem"), *args, "--output_path", str(tmp_path / "o")], env_extra=off)
     assert "forgetting_curve" in ours.stdout
 
