@@ -30,6 +30,7 @@ def test_wilson_interval_by_hand():
     assert (low, high) == (pytest.approx(0.2993, abs=1e-4), pytest.approx(0.7007, abs=1e-4))
 
 
+@pytest.mark.slow  # two training stages and five evaluations: a whole benchmark pipeline
 def test_tiny_pipeline_trains_evaluates_five_models_and_resumes(tmp_path, corpus_file, capsys, monkeypatch):
     claim = load_script()
     model = build_tiny_model(tmp_path / "tiny", max_position_embeddings=1024)

@@ -76,8 +76,11 @@ def test_kills_while_writing_a_checkpoint_and_the_export_resume_exactly(tiny_mod
     assert mid_save.killed, mid_save.output[-3000:]
     landed = [where_it_landed(out)]
     stale = frozenset(leftovers(out))  # the checkpoint folder the first kill left half-written
+    # The kill aims at checkpoint 10's write; on a loaded machine it may land during a later one
+    # (or just after it): the run must resume from the newest checkpoint that landed whole.
+    newest = max(int(p.name.split("-")[1]) for p in (out / "checkpoints").glob("step-*") if p.name[5:].isdigit())
     mid_export = run_until(command, export_write(out, stale), 0.0, tmp_path / "2.log")
-    assert resumed_step(mid_export.output) in (5, 10), mid_export.output[-3000:]
+    assert newest >= 5 and resumed_step(mid_export.output) == newest, (newest, mid_export.output[-3000:])
     landed.append(where_it_landed(out, stale) if mid_export.killed else "too late: the run had ended")
     assert not (out / "export").exists() or landed[1] != "export write"  # never a half export under its name
     final = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
