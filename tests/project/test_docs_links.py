@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.helpers.markdown import lines_outside_fences
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 README_MAX_LINES = 300
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _INLINE_CODE = re.compile(r"(`+).*?\1")
 _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
@@ -29,21 +30,6 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 def markdown_files() -> list[Path]:
     return [README, *sorted((ROOT / "docs").rglob("*.md"))]
-
-
-def _lines_outside_fences(text: str):
-    """(line number, line) for every line that is not inside a fenced code block."""
-    fence = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = _FENCE.match(line)
-        if fence is None:
-            if m:
-                fence = m.group(1)
-                continue
-            yield number, line
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-            if not line[m.end() :].strip():
-                fence = None
 
 
 def slug(heading: str) -> str:
@@ -56,7 +42,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     out = set()
-    for _, line in _lines_outside_fences(path.read_text(encoding="utf-8")):
+    for _, line in lines_outside_fences(path.read_text(encoding="utf-8")):
         m = _HEADING.match(line)
         if not m:
             continue
@@ -69,7 +55,7 @@ def anchors(path: Path) -> set[str]:
 
 def links(path: Path):
     """(line number, target) of every link outside fenced code and inline code."""
-    for number, line in _lines_outside_fences(path.read_text(encoding="utf-8")):
+    for number, line in lines_outside_fences(path.read_text(encoding="utf-8")):
         for m in _LINK.finditer(_INLINE_CODE.sub("", line)):
             yield number, m.group(1).strip("<>")
 

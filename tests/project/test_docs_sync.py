@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.markdown import lines_outside_fences
+
 ROOT = Path(__file__).resolve().parents[2]
 
 README = "README.md"
@@ -42,7 +44,6 @@ KERNELS = "docs/kernels.md"
 METHOD_PAGES = "docs/methods/"
 TASK_PAGES = "docs/tasks/"
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?([^)\s>]+)>?\s*\)")
@@ -51,20 +52,6 @@ _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
 # --- reading Markdown --------------------------------------------------------------------------
-
-
-def lines_outside_fences(text: str):
-    """(line number, line) for every line outside fenced code blocks."""
-    fence = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = _FENCE.match(line)
-        if fence is None:
-            if m:
-                fence = m.group(1)
-                continue
-            yield number, line
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
-            fence = None
 
 
 def split_row(line: str) -> list[str]:
