@@ -3,13 +3,12 @@ between the two processes and gives the same results as one process: the same pe
 log-likelihoods and generations, the same metrics, one results file written by rank 0."""
 
 import json
-import os
 import re
 import subprocess
 
 import pytest
 
-from tests.helpers.cli_runs import BIN, run
+from tests.helpers.cli_runs import BIN, run, two_cpu_processes
 
 pytestmark = pytest.mark.slow  # two lm_eval runs, one of them two processes: ~1 min on 2 quiet cores
 
@@ -72,33 +71,8 @@ def test_two_processes_give_the_results_of_one(tiny_model_dir, corpus_file, tmp_
         "max_gen_toks=4",
     ]
     run([str(BIN / "lm_eval"), *args, "--output_path", str(tmp_path / "one")])
-    env = {
-        **os.environ,
-        "ACCELERATE_USE_CPU": "true",
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
-    command = [
-        str(BIN / "accelerate"),
-        "launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        "29541",
-        "-m",
-        "lm_eval",
-        *args,
-        "--output_path",
-        str(tmp_path / "two"),
-    ]
+    launch, env = two_cpu_processes(29541, "lm_eval")
+    command = [*launch, *args, "--output_path", str(tmp_path / "two")]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     # rank 0 (the only one that shows progress) scored its share: 5 of the forgetting curve's 9

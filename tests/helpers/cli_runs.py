@@ -25,3 +25,13 @@ def small_protocol(corpus_file):
 def results_of(output_path: Path) -> dict:
     (path,) = output_path.rglob("results_*.json")
     return json.loads(path.read_text())
+
+
+def two_cpu_processes(port: int, module: str) -> tuple[list[str], dict[str, str]]:
+    """(command prefix, environment) for `accelerate launch` of `python -m module` as two CPU
+    processes (gloo) on this machine; each test passes its own port so parallel tests never meet."""
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    flags = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
+    flags += ["--dynamo_backend", "no", "--main_process_port", str(port)]
+    return [str(BIN / "accelerate"), "launch", *flags, "-m", module], env

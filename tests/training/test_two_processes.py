@@ -1,40 +1,22 @@
 """`accelerate launch` with two CPU processes (gloo) follows the one-process run at the same global
 batch: one process reads micro-batches of 2, each of the two reads its half."""
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
 from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.cli_runs import two_cpu_processes
 from tests.helpers.training_helpers import run_recipe, tiny_overrides
-
-BIN = Path(sys.executable).parent
 
 
 def test_two_processes_equal_one_at_the_same_global_batch(tiny_model_dir, corpus_file, tmp_path):
     steps = {"max_steps": 3, "grad_accum_steps": 2}
     run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "one", micro_batch_size=2, **steps)
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    launch, env = two_cpu_processes(29517, "lm_eval_longmem_training")
     command = [
-        str(BIN / "accelerate"),
-        "launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        "29517",
-        "-m",
-        "lm_eval_longmem_training",
+        *launch,
         "tiny-yarn",
         *tiny_overrides(tiny_model_dir, corpus_file, tmp_path / "two", micro_batch_size=1, **steps),
     ]
