@@ -52,7 +52,7 @@ def make_inputs(case: Case, dtype=torch.float32, seed: int = 0) -> dict:
 
 def output_and_grads(out: torch.Tensor, wrt: list[torch.Tensor]) -> list[torch.Tensor]:
     """The output followed by the gradients of a fixed non-uniform loss, all in fp32."""
-    weights = torch.linspace(-1.0, 1.0, out.numel()).reshape(out.shape)
+    weights = torch.linspace(-1.0, 1.0, out.numel(), device=out.device).reshape(out.shape)
     grads = torch.autograd.grad((out.float() * weights).sum(), wrt, allow_unused=True)
     return [out.float()] + [
         torch.zeros_like(w, dtype=torch.float32) if g is None else g.float() for g, w in zip(grads, wrt)
