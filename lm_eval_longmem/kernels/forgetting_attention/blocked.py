@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from .delta_precision import keeps_fp32_output
 from .visibility import visible_keys
 
 DEFAULT_QUERY_BLOCK = 256
@@ -96,10 +97,11 @@ class BlockedBiasedAttention(torch.autograd.Function):
             ) / total.clamp_min(1e-30)
             block_lse = (row_max + total.log()).squeeze(-1)
             lse[..., rows.start : rows.stop] = block_lse.masked_fill(total.squeeze(-1) == 0, float("inf"))
-        out = _merge_groups(out).to(q.dtype)
-        ctx.save_for_backward(q, k, v, q_bias, k_bias, out, lse, key_lo)
+        out = _merge_groups(out)
+        keep_fp32_output = keeps_fp32_output(q.dtype, ctx.needs_input_grad[3] or ctx.needs_input_grad[4])
+        ctx.save_for_backward(q, k, v, q_bias, k_bias, out if keep_fp32_output else out.to(q.dtype), lse, key_lo)
         ctx.scale, ctx.block = scale, block
-        return out
+        return out.to(q.dtype)
 
     @staticmethod
     def backward(ctx, grad_out):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import triton
 
+from .delta_precision import keeps_fp32_output
 from .triton_backward import biased_attention_dkdv_kernel, biased_attention_dq_kernel, output_dot_grad_kernel
 from .triton_common import LOG2E_HOST
 from .triton_forward import biased_attention_forward_kernel
@@ -37,7 +38,8 @@ class TritonBiasedAttention(torch.autograd.Function):
         shape = _shape_args(q, k, scale)
         has_window = key_lo is not None
         window = key_lo if has_window else torch.zeros(1, dtype=torch.int32, device=q.device)
-        out = torch.empty_like(q)
+        keep_fp32_output = keeps_fp32_output(q.dtype, ctx.needs_input_grad[3] or ctx.needs_input_grad[4])
+        out = torch.empty_like(q, dtype=torch.float32 if keep_fp32_output else q.dtype)
         lse = torch.empty(shape["batch"], shape["q_heads"], shape["num_queries"], dtype=torch.float32, device=q.device)
         grid = lambda meta: (triton.cdiv(shape["num_queries"], meta["BLOCK_M"]), shape["batch"] * shape["q_heads"])  # noqa: E731
         biased_attention_forward_kernel[grid](
@@ -67,7 +69,7 @@ class TritonBiasedAttention(torch.autograd.Function):
         )
         ctx.save_for_backward(q, k, v, q_bias, k_bias, out, lse, window, query_end if has_window else window)
         ctx.scale, ctx.has_window = scale, has_window
-        return out
+        return out.to(q.dtype) if keep_fp32_output else out
 
     @staticmethod
     def backward(ctx, grad_out):
