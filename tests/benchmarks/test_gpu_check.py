@@ -85,7 +85,8 @@ def test_every_flag_the_check_passes_is_one_its_benchmark_takes(part):
 def test_the_cuda_test_selection_holds_the_compiled_kernel_tests():
     part = next(p for p in gpu_check.PARTS if p.name == "cuda-tests")
     args = [a for a in part.command if not a.startswith("--junitxml") and "{out}" not in a]
-    args = [a for a in args if a not in ("-n", "4")]
+    workers = args.index("-n")
+    args = ["-q" if a == "-v" else a for i, a in enumerate(args) if i not in (workers, workers + 1)]
     collected = subprocess.run(
         [sys.executable, *args, "--collect-only", "-q"], cwd=REPO, capture_output=True, text=True
     ).stdout
@@ -129,11 +130,19 @@ def test_parts_run_in_turn_and_one_failure_or_time_out_does_not_stop_the_report(
 def test_junit_counts_name_the_failed_tests(tmp_path):
     (tmp_path / "j.xml").write_text(
         '<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1">'
-        '<testcase classname="tests.a" name="t1"/><testcase classname="tests.a" name="t2"><failure/></testcase>'
+        '<testcase classname="tests.a" name="t1"><properties><property name="error" value="3e-3"/></properties>'
+        '</testcase><testcase classname="tests.a" name="t2"><failure/></testcase>'
         '<testcase classname="tests.a" name="t3"><skipped/></testcase></testsuite></testsuites>'
     )
     counts = gpu_check.junit_counts(tmp_path / "j.xml")
-    assert counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1, "failed": ["tests.a::t2"]}
+    assert counts == {
+        "tests": 3,
+        "failures": 1,
+        "errors": 0,
+        "skipped": 1,
+        "failed": ["tests.a::t2"],
+        "measured": {"tests.a::t1": {"error": "3e-3"}},  # record_property figures reach the report
+    }
 
 
 def test_kernel_benchmark_runs_on_the_cpu_at_a_tiny_size():

@@ -152,8 +152,16 @@ def test_method_vanilla_continues_pretraining_with_the_rope_unchanged(tiny_model
     assert any(not torch.equal(before[name], after[name]) for name in before)
 
 
-def test_tokenizer_key_sets_the_from_scratch_vocabulary(tiny_model_dir, corpus_file, tmp_path):
+def test_tokenizer_key_sets_the_from_scratch_vocabulary(tiny_model_dir, corpus_file, tmp_path, monkeypatch):
+    """Also on a machine without the embedded default model (a GPU node): the tokenizer key is enough."""
     from transformers import AutoTokenizer
+
+    from lm_eval_longmem.models.checkpoint import default_model
+
+    def missing():
+        raise default_model.DefaultModelMissingError("the embedded default model is not installed here")
+
+    monkeypatch.setattr(default_model, "default_model_dir", missing)
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     tokenizer.add_tokens(["zyzzyva", "quixotic"])
@@ -170,6 +178,7 @@ def test_tokenizer_key_sets_the_from_scratch_vocabulary(tiny_model_dir, corpus_f
         max_steps=2,
         model_config=llama,
         tokenizer=tmp_path / "tokenizer",
+        model="default",
     )
     export = Path(summary["export"])
     assert json.loads((export / "config.json").read_text())["vocab_size"] == len(tokenizer)

@@ -48,7 +48,9 @@ class FromScratch(Approach):
 
         fields = dict(recipe.model_config)
         model_type = fields.pop("model_type")
-        tokenizer = load_tokenizer(recipe, base_model_source(recipe))
+        # The embedded default model is looked up only when the recipe names no tokenizer (a GPU node
+        # without it can still train with tokenizer=<dir>).
+        tokenizer = load_tokenizer(recipe, recipe.tokenizer or base_model_source(recipe))
         fields.setdefault("vocab_size", len(tokenizer))
         fields.setdefault("max_position_embeddings", recipe.seq_len)
         for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
