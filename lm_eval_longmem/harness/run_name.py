@@ -107,9 +107,11 @@ def checkpoint_identity(method: str, pretrained, args: dict[str, Any]) -> dict[s
 def model_label(args: dict[str, Any]) -> str:
     """Short, safe name of the model a run loads (see the module docstring)."""
     from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME
+    from lm_eval_longmem.models.checkpoint.source_name import source_name
 
     pretrained = args.get("pretrained")
-    label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(str(pretrained))
+    pretrained = None if pretrained is None else source_name(pretrained)  # a model object: where it came from
+    label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(pretrained)
     sources = [str(pretrained)]
     for extra in ("peft", "delta"):
         if args.get(extra):
