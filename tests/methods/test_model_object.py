@@ -70,3 +70,20 @@ def test_a_changed_object_refuses_another_method(tiny_model_dir):
 def test_config_fields_in_model_args_are_refused_for_an_object(tiny_model_dir):
     with pytest.raises(LoadedModelError, match="rms_norm_eps set config fields before the weights are loaded"):
         build(loaded(tiny_model_dir), "vanilla", rms_norm_eps=1e-3)
+
+
+@pytest.mark.parametrize(
+    "name, given, recorded",
+    [
+        ("pi", {}, {"factor": 4.0, "original_length": 128}),
+        ("yarn", {"target_length": 256}, {"factor": 2.0, "target_length": 256, "original_length": 128}),
+        ("dynamic_ntk", {}, {"factor": 4.0, "original_length": 128, "training_length": 128}),
+        ("self_extend", {"window": 16}, {"original_length": 128}),
+        ("lm_infinite", {}, {"factor": 4.0, "local_window": 128}),
+    ],
+)
+def test_the_results_record_resolved_arguments(name, given, recorded, tiny_model_dir):
+    """`longmem_method_args` says what ran (factor 4.0, the checkpoint's C), never None for it."""
+    lm = LongMemLM.create_from_arg_obj({"pretrained": str(tiny_model_dir), "method": name, **given}, {"device": "cpu"})
+    args = lm.get_model_info()["longmem_method_args"]
+    assert {key: args[key] for key in recorded} == recorded
