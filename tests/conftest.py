@@ -16,7 +16,7 @@ from tests.helpers.markers import KVPRESS_MISSING_REASON
 from tests.helpers.tiny_llama import build_tiny_model
 
 # Fixtures shared by several test modules, defined beside their helpers.
-pytest_plugins = ["tests.helpers.figures", "tests.helpers.task_index"]
+pytest_plugins = ["tests.helpers.figures", "tests.helpers.method_checkpoints", "tests.helpers.task_index"]
 
 TESTS = Path(__file__).resolve().parent
 # The test files that meet transformers' version-specific surface, run again in the kvpress venv
@@ -28,6 +28,7 @@ TESTS = Path(__file__).resolve().parent
 TRANSFORMERS_SURFACE = {
     "methods/test_method_matrix.py",  # every method: build, score, generate, record, bfloat16
     "methods/test_dynamic_ntk_hf.py",
+    "methods/test_model_object.py",  # every method on a loaded model object: rotary embeddings rebuilt
     "methods/test_rope_frequencies.py",
     "methods/test_self_extend_and_lm_infinite.py",
     "models/test_bounded_cache.py",

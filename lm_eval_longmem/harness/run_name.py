@@ -16,6 +16,8 @@ in folders like `qdpv68r5`. One rule, used by the lm-eval hook (registration.py)
   `vanilla`).
 * arguments: only those whose parsed value differs from the method's default, sorted, as
   `key-value` (so `factor=4` and `factor=4.0` name the same folder, and factor 4 vs 8 do not mix).
+  A `None` default counts as what it stands for (`LongMemMethod.resolved_defaults`): `yarn` and
+  `yarn,factor=4` are one run and name one folder.
   A method that names its checkpoint (`LongMemMethod.checkpoint_identity`) puts that name first:
   a `fox` run is named by its checkpoint's architecture (fox_architecture.py), so a Transformer
   baseline trained in the FoX code is `..__fox__architecture-transformer-pro`, never the same
@@ -74,9 +76,11 @@ def run_folder_name(model_args: str | dict[str, Any] | None) -> str:
 
 
 def non_default_args(resolved) -> dict[str, Any]:
-    """The given method arguments whose parsed value differs from the default (parsed, sorted);
+    """The given method arguments whose parsed value differs from the default, or from what a `None`
+    default stands for (parsed, sorted);
     `resolved`: a `models.methods.resolution.ResolvedMethod`."""
     changed = {}
+    stands_for = resolved.cls.resolved_defaults(resolved.args)  # e.g. factor None -> 4.0
     for field in dataclasses.fields(type(resolved.args)):
         if field.name not in resolved.raw_args:
             continue
@@ -87,7 +91,7 @@ def non_default_args(resolved) -> dict[str, Any]:
         else:
             default = dataclasses.MISSING
         value = getattr(resolved.args, field.name)
-        if value != default:
+        if value != default and not (default is None and field.name in stands_for and value == stands_for[field.name]):
             changed[field.name] = value
     return dict(sorted(changed.items()))
 
@@ -107,9 +111,11 @@ def checkpoint_identity(method: str, pretrained, args: dict[str, Any]) -> dict[s
 def model_label(args: dict[str, Any]) -> str:
     """Short, safe name of the model a run loads (see the module docstring)."""
     from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME
+    from lm_eval_longmem.models.checkpoint.source_name import source_name
 
     pretrained = args.get("pretrained")
-    label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(str(pretrained))
+    pretrained = None if pretrained is None else source_name(pretrained)  # a model object: where it came from
+    label = DEFAULT_MODEL_NAME if pretrained is None else _source_label(pretrained)
     sources = [str(pretrained)]
     for extra in ("peft", "delta"):
         if args.get(extra):

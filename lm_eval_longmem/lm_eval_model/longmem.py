@@ -2,7 +2,8 @@
 
 Thin on purpose. It parses `method=` and that method's arguments out of `--model_args`,
 loads the embedded default model when no `pretrained=` is given, lets the method edit the
-config and patch the model, and replaces HFLM's scoring with `TeacherForcedScorer`, which
+config and patch the model (for a model object passed as `pretrained=`, loaded before the
+method met it: `method_framework/loaded_model.py`), and replaces HFLM's scoring with `TeacherForcedScorer`, which
 keeps logits only for scored positions and refuses (rather than silently truncates) inputs
 longer than the model takes. Generation goes through a `TokenGenerator` (the method's, or
 `PrefixReuseGenerator`, which reuses the KV cache of prompt prefixes shared between
@@ -25,7 +26,9 @@ from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.models.checkpoint.source_name import source_name
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
+from lm_eval_longmem.models.method_framework.loaded_model import prepare_loaded_model
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
@@ -132,7 +135,10 @@ class LongMemLM(HFLM):
         adopt_launched_processes(self)  # split documents under `accelerate launch` where HFLM sees < 2 GPUs
         if self.backend != "causal":
             raise ValueError("--model longmem supports decoder-only (causal) models only.")
-        self._model = self.longmem_method.prepare_model(self._model)
+        if isinstance(pretrained, str):
+            self._model = self.longmem_method.prepare_model(self._model)
+        else:  # a model object: HFLM skipped _get_config/_create_model, so the method's config edit is made now
+            self._model = prepare_loaded_model(self.longmem_method, self._model, self._config_overrides)
         self.scorer = self.longmem_method.make_scorer(self.model) or TeacherForcedScorer(self.model)
 
     # --- model construction hooks (HFLM calls these from its __init__) ----------------------
@@ -394,7 +400,7 @@ class LongMemLM(HFLM):
             {
                 "longmem_method": described["method"],
                 "longmem_method_args": described["args"],
-                "longmem_pretrained": DEFAULT_MODEL_NAME if self.uses_default_model else str(self.pretrained),
+                "longmem_pretrained": DEFAULT_MODEL_NAME if self.uses_default_model else source_name(self.pretrained),
                 "longmem_training_length": training_length(self.config, self.tokenizer),
                 "longmem_context_length": self.max_length,
                 "longmem_bounded_memory": self.longmem_method.bounded_memory,

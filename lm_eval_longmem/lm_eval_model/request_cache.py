@@ -61,10 +61,11 @@ def own_cache_path(lm, cache_db: str) -> str:
         return cache_db
     from lm_eval_longmem.harness.run_name import SEPARATOR, model_label
     from lm_eval_longmem.lm_eval_model.score_fingerprint import fingerprint_digest, score_fingerprint
+    from lm_eval_longmem.models.checkpoint.source_name import source_name
 
     fingerprint = score_fingerprint(lm)
     loading = getattr(lm, "loading_args", {})
-    pretrained = lm.pretrained if isinstance(lm.pretrained, (str, os.PathLike)) else type(lm.pretrained).__name__
+    pretrained = source_name(lm.pretrained)
     model = model_label(
         {
             "pretrained": None if lm.uses_default_model else str(pretrained),

@@ -27,7 +27,7 @@ SAFE = re.compile(r"^[A-Za-z0-9._+-]+$")
         ),  # not a method arg
         (
             "pretrained=HuggingFaceTB/SmolLM2-135M,method=yarn,factor=4,beta_fast=16",
-            "HuggingFaceTB__SmolLM2-135M__yarn__beta_fast-16_factor-4",
+            "HuggingFaceTB__SmolLM2-135M__yarn__beta_fast-16",  # factor 4: the resolved default
         ),
         (
             "pretrained=/runs/yarn-8k/export,method=infini,update=delta,beta_init=-2",
@@ -55,9 +55,9 @@ def test_different_arguments_never_share_a_folder_and_names_stay_short_and_safe(
 
 def test_the_method_a_checkpoint_records_names_its_folder(tmp_path):
     (tmp_path / "config.json").write_text(
-        json.dumps({"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 4}})
+        json.dumps({"model_type": "llama", "longmem_method": "yarn", "longmem_method_args": {"factor": 8}})
     )
-    assert run_folder_name(f"pretrained={tmp_path}") == f"{tmp_path.name}__yarn__factor-4"
+    assert run_folder_name(f"pretrained={tmp_path}") == f"{tmp_path.name}__yarn__factor-8"
 
 
 def test_bad_methods_raise_the_wrappers_own_errors():
@@ -80,3 +80,12 @@ def test_the_hook_renames_longmem_runs_only():
     tracker.log_experiment_args("hf", "pretrained=HuggingFaceTB/SmolLM2-135M", None, None, False)
     assert tracker.model_name == "HuggingFaceTB/SmolLM2-135M"
     assert tracker.model_name_sanitized == "HuggingFaceTB__SmolLM2-135M"
+
+
+@pytest.mark.parametrize("method", ["pi", "ntk", "yarn", "llama3", "dynamic_ntk", "lm_infinite"])
+def test_an_argument_equal_to_its_resolved_default_is_left_out(method):
+    """factor=None stands for 4.0 (unless target_length is given): `factor=4` is the same run."""
+    assert run_folder_name(f"method={method},factor=4") == run_folder_name(f"method={method}")
+    assert run_folder_name(f"method={method},factor=4.0") == f"SmolLM2-135M-Instruct__{method}"
+    assert run_folder_name(f"method={method},factor=2").endswith("__factor-2")
+    assert run_folder_name(f"method={method},target_length=1024").endswith("__target_length-1024")

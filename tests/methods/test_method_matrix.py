@@ -13,14 +13,13 @@ formulas double a 128-token context. Per method:
 * bfloat16: the request scores within 0.05 nats per token of float32 (measured: under 0.001 here).
 
 The checkpoint is the session's tiny Llama (context 128), a tiny FoX for a method that needs a
-FoX checkpoint, or the one OWN_CHECKPOINT names.
+FoX checkpoint, or the one OWN_CHECKPOINT names (tests/helpers/method_checkpoints.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import pytest
 import torch
@@ -28,8 +27,8 @@ from lm_eval.api.instance import Instance
 
 from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.models.method_registry import available_methods
-from tests.helpers.fox_fixtures import build_tiny_fox
 from tests.helpers.markers import requires_kvpress
+from tests.helpers.method_checkpoints import checkpoint_of
 
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 TINY_ARGUMENTS: dict[str, dict] = {
@@ -49,8 +48,6 @@ TINY_ARGUMENTS: dict[str, dict] = {
     "fox": {},  # runs the tiny FoX checkpoint as trained
     "kvpress": {"press": "knorm", "compression_ratio": 0.5},
 }
-# A method that needs a checkpoint of its own besides FoX: the fixture that builds it.
-OWN_CHECKPOINT = {"longrope": "tiny_longrope_dir"}
 # A method documented to score as vanilla on its checkpoint with its row, and why.
 SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}
 MARKS = {"kvpress": requires_kvpress}
@@ -67,41 +64,9 @@ BF16_NATS_PER_TOKEN = 0.05
 SAME, CHANGED = 1e-5, 5e-5
 
 
-@pytest.fixture(scope="module")
-def tiny_fox_dir(tmp_path_factory):
-    return build_tiny_fox(tmp_path_factory.mktemp("matrix_fox"))
-
-
-@pytest.fixture(scope="module")
-def tiny_longrope_dir(tiny_model_dir, tmp_path_factory):
-    """The tiny Llama with LongRoPE factors in its config, as a Phi-3 checkpoint ships them:
-    trained to 32 tokens, extended to its 128 (factor 4); short factors 1, long ones rising."""
-    directory = tmp_path_factory.mktemp("matrix_longrope") / "model"
-    shutil.copytree(tiny_model_dir, directory)
-    config = json.loads((directory / "config.json").read_text())
-    head_half = config["hidden_size"] // config["num_attention_heads"] // 2
-    config["rope_parameters"] = {
-        "rope_type": "longrope",
-        "rope_theta": config["rope_parameters"]["rope_theta"],
-        "factor": 4.0,
-        "original_max_position_embeddings": 32,
-        "short_factor": [1.0] * head_half,
-        "long_factor": [1.0 + i for i in range(head_half)],
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    return directory
-
-
 def model_args_text(pretrained, arguments: dict) -> str:
     """`--model_args` as typed on lm_eval's command line."""
     return ",".join(f"{key}={value}" for key, value in {"pretrained": pretrained, **arguments}.items())
-
-
-def checkpoint_of(name: str, request):
-    """The tiny checkpoint method `name` runs on."""
-    if available_methods()[name].needs_fox_checkpoint:
-        return request.getfixturevalue("tiny_fox_dir")
-    return request.getfixturevalue(OWN_CHECKPOINT.get(name, "tiny_model_dir"))
 
 
 def build(name: str, request, checkpoint=None, **extra) -> LongMemLM:

@@ -44,8 +44,8 @@ def test_grid_expands_models_methods_settings_and_tasks(tmp_path):
         "HuggingFaceTB__SmolLM2-135M__statedclm__max_context_length-1024",
         "HuggingFaceTB__SmolLM2-135M__statedclm__max_context_length-2048",
         "HuggingFaceTB__SmolLM2-135M__vanilla",
+        "HuggingFaceTB__SmolLM2-135M__yarn",  # factor 4, the resolved default
         "HuggingFaceTB__SmolLM2-135M__yarn__factor-2",
-        "HuggingFaceTB__SmolLM2-135M__yarn__factor-4",
     ]
     command = lm_eval_command(runs[2], cfg)
     assert command[1:4] == ["-m", "lm_eval", "run"]
@@ -98,7 +98,7 @@ def test_shipped_examples_plan(capsys):
     assert sweep_cli.main(["rope_methods", "--dry-run", "-o", "elsewhere"]) == 0
     out = capsys.readouterr().out
     assert "7 run(s), results under elsewhere/" in out
-    assert "SmolLM2-135M-Instruct__yarn__factor-4 [forgetting_curve,longmem_passkey]" in out
+    assert "SmolLM2-135M-Instruct__yarn [forgetting_curve,longmem_passkey]" in out
     assert "lm_eval run --model longmem" in out
 
 

@@ -119,8 +119,25 @@ class LongMemMethod:
         return None
 
     # --- reporting -----------------------------------------------------------------------
+    @classmethod
+    def resolved_defaults(cls, args) -> dict[str, Any]:
+        """What an argument left at its `None` default stands for, where that follows from the
+        arguments alone (a RoPE method's factor: 4.0 unless target_length is given). Run-folder
+        names leave out an argument given equal to it, as they leave out one equal to its default."""
+        return {}
+
+    def resolved_args(self) -> dict[str, Any]:
+        """The arguments as this run uses them, for the results file: each `None` default that
+        stands for a value replaced by it (`resolved_defaults`, and what the method read from the
+        checkpoint's config, e.g. the training length C, once `prepare_config` has seen it)."""
+        values = dataclasses.asdict(self.args)
+        for name, value in self.resolved_defaults(self.args).items():
+            if values.get(name) is None:
+                values[name] = value
+        return values
+
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "args": dataclasses.asdict(self.args)}
+        return {"method": self.name, "args": self.resolved_args()}
 
 
 def registered_methods() -> dict[str, type[LongMemMethod]]:

@@ -62,6 +62,18 @@ class RopeExtensionMethod(LongMemMethod):
         self._original_length = original_length(config, self.name, self.args.original_length)
         return self._original_length
 
+    @classmethod
+    def resolved_defaults(cls, args) -> dict:
+        return {"factor": DEFAULT_FACTOR} if args.target_length is None else {}
+
+    def resolved_args(self) -> dict:
+        values = super().resolved_args()
+        if self._original_length is not None:  # C, read from the config; the factor a target_length makes
+            values["original_length"] = self._original_length
+            if values.get("factor") is None:
+                values["factor"] = self.factor_for(self._original_length)
+        return values
+
     def context_length(self, base_length: int) -> int:
         if self.args.target_length is not None:
             return max(base_length, int(self.args.target_length))

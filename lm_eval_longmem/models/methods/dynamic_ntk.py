@@ -90,6 +90,12 @@ class DynamicNTK(RopeExtensionMethod):
             original_max_position_embeddings=original,
         )
 
+    def resolved_args(self) -> dict:
+        values = super().resolved_args()
+        if self.args.variant == "frozen" and values.get("training_length") is None:
+            values["training_length"] = self._original_length  # C' = C: the study's NTK-Frozen
+        return values
+
     def prepare_model(self, model):
         if self.args.variant == "frozen":
             install_length_scaled_update(the_rotary_embedding(model, self.name), model.config)

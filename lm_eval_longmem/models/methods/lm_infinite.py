@@ -43,3 +43,9 @@ class LMInfinite(RopeExtensionMethod):
             global_tokens=self.args.global_tokens, window=self.args.local_window or clamp, clamp=clamp
         )
         return install(model, rule, self.name)
+
+    def resolved_args(self) -> dict:
+        values = super().resolved_args()
+        if values.get("local_window") is None:
+            values["local_window"] = self._original_length  # M defaults to C
+        return values

@@ -54,6 +54,12 @@ class SelfExtend(LongMemMethod):
     def prepare_model(self, model):
         return install(model, SelfExtendRule(window=self.args.window, group=self.args.group), self.name)
 
+    def resolved_args(self) -> dict:
+        values = super().resolved_args()
+        if values.get("original_length") is None:
+            values["original_length"] = self._original_length  # C, the checkpoint's
+        return values
+
     def context_length(self, base_length: int) -> int:
         original = self.args.original_length or self._original_length or base_length
         return max(base_length, (original - self.args.window) * self.args.group + self.args.window)

@@ -34,6 +34,38 @@ def the_rotary_embedding(model, method_name: str) -> torch.nn.Module:
     return found[0]
 
 
+def rebuild_rotary_embeddings(model, config, method_name: str) -> int:
+    """Build every rotary embedding of a loaded `model` again from `config` (the model's own,
+    after a method edited its `rope_parameters`), as loading the checkpoint with that config
+    does: a new module of the same class, on the device of the old one (its buffers in float32,
+    as loading computes them). Returns how many were rebuilt; refuses, rather than leaving one
+    as it was, a rotary embedding that reads another config or cannot be built from it."""
+
+    def refuse(why: str) -> NotARopeModelError:
+        return NotARopeModelError(
+            f"method={method_name} cannot change the already-loaded {type(model).__name__}: {why}. Pass the "
+            "checkpoint's path as pretrained= instead, so the model is built with the method's config."
+        )
+
+    replaced: dict[int, torch.nn.Module] = {}
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if not isinstance(getattr(child, "inv_freq", None), torch.Tensor):
+                continue
+            if id(child) not in replaced:
+                if getattr(child, "config", None) is not config:
+                    raise refuse(f"its {type(child).__name__} does not read the model's config")
+                try:
+                    fresh = type(child)(config=config)
+                except Exception as err:  # noqa: BLE001 - one message, whatever the class refuses
+                    raise refuse(f"{type(child).__name__} could not be built from the edited config ({err})") from err
+                replaced[id(child)] = fresh.to(child.inv_freq.device)
+            setattr(parent, child_name, replaced[id(child)])
+    if not replaced:
+        raise refuse("it has no rotary embedding module to rebuild")
+    return len(replaced)
+
+
 def rotate_by(x: torch.Tensor, shift: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate x (batch, heads, length, head_dim) by `shift` positions (batch, length), in the
     rotate-half layout transformers' Llama-family models use; dims past the rotary part stay."""
