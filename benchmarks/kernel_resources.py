@@ -1,0 +1,285 @@
+"""Every Triton kernel of the package compiled ahead of time for sm_80 and sm_90, with no GPU:
+registers, spill (stack) bytes and shared memory per autotune config, and which GPUs each fits.
+
+A GPU is rarely lent to this project, so what only a compile shows (a config that spills, one that
+needs more shared memory than a device has, a kernel that no longer compiles) is found here. The
+launch arguments are not written by hand: the real autograd wrapper (`triton_function.py`) runs on
+CPU tensors with every kernel launch intercepted, so each compile is specialised exactly as a launch
+with such tensors would be (triton's own argument binder: dtypes, 16-byte alignment, constexprs).
+Then every autotune config of each captured launch is compiled with the ptxas inside the triton
+wheel, and `cuobjdump --dump-resource-usage` reads registers and stack from the cubin.
+
+    python benchmarks/kernel_resources.py                   # the full matrix (about 10 minutes on 2 cores)
+    python benchmarks/kernel_resources.py --quick           # default configs, bf16 and fp32, D 128
+    python benchmarks/kernel_resources.py --write-docs docs/kernels.md
+
+Exits non-zero when any kernel fails to compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+
+# Shared memory a block may use (bytes), from the CUDA programming guide's compute-capability table.
+SHARED_MEMORY_LIMIT = {"A100 (sm_80)": 166_912, "H100/H200 (sm_90)": 232_448, "sm_86/sm_89": 101_376}
+# The compile whose shared memory decides each device (sm_86/89 read off the sm_80 compile).
+LIMIT_TARGET = {"A100 (sm_80)": 80, "H100/H200 (sm_90)": 90, "sm_86/sm_89": 80}
+DOCS_START, DOCS_END = "<!-- kernel-resources:start -->", "<!-- kernel-resources:end -->"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One call of the attention wrapper: queries against keys, with or without a key window."""
+
+    head_dim: int
+    dtype: str
+    window: bool = False  # left padding: the kernels' HAS_WINDOW specialisation
+    decode: bool = False  # one query against the keys (Tq = 1): the decoding launch
+
+    @property
+    def name(self) -> str:
+        return ("decode" if self.decode else "prefill") + (" +padding" if self.window else "")
+
+
+@dataclass
+class Row:
+    kernel: str
+    shape: str
+    head_dim: int
+    dtype: str
+    config: str
+    target: int
+    registers: int = 0
+    stack_bytes: int = 0
+    shared_bytes: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+def captured_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
+    """``(name, kernel, args, kwargs)`` of every launch one forward and backward make."""
+    import torch
+
+    from lm_eval_longmem.kernels.forgetting_attention import triton_function as launcher
+    from lm_eval_longmem.kernels.forgetting_attention.visibility import key_window_bounds
+
+    kernels = {
+        "forward": launcher.biased_attention_forward_kernel,
+        "delta": launcher.output_dot_grad_kernel,
+        "dq": launcher.biased_attention_dq_kernel,
+        "dkdv": launcher.biased_attention_dkdv_kernel,
+    }
+    launches = []
+    saved = {name: kernel.__dict__.get("run") for name, kernel in kernels.items()}
+    for name, kernel in kernels.items():
+        kernel.run = lambda *args, _name=name, _kernel=kernel, grid=None, warmup=False, **kwargs: launches.append(
+            (_name, _kernel, args, kwargs)
+        )
+    try:
+        batch, heads, keys = 2, 4, 1024
+        queries = 1 if shape.decode else keys
+        dtype = getattr(torch, shape.dtype)
+        q = torch.zeros(batch, queries, heads, shape.head_dim, dtype=dtype, requires_grad=True)
+        k, v = (torch.zeros(batch, keys, heads // 2, shape.head_dim, dtype=dtype, requires_grad=True) for _ in "kv")
+        q_bias = torch.zeros(batch, queries, heads, requires_grad=True)
+        k_bias = torch.zeros(batch, keys, heads, requires_grad=True)
+        seq_start = torch.tensor([0, 100]) if shape.window else None
+        bounds = key_window_bounds(batch, queries, keys, seq_start, None, q.device)
+        out = launcher.triton_biased_attention(q, k, v, q_bias, k_bias, shape.head_dim**-0.5, bounds)
+        out.backward(torch.zeros_like(out))
+    finally:
+        for name, kernel in kernels.items():
+            if saved[name] is None:
+                del kernel.run
+            else:
+                kernel.run = saved[name]
+    return launches
+
+
+def _config_label(config) -> str:
+    if config is None:
+        return "fixed"
+    blocks = "x".join(str(v) for v in config.kwargs.values())
+    return f"{blocks} w{config.num_warps} s{config.num_stages}"
+
+
+def compile_one(kernel, args: tuple, kwargs: dict, config, target_arch: int) -> tuple[int, int, int]:
+    """``(registers, stack bytes, shared bytes)`` of one kernel/config compiled for ``sm_<arch>``."""
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    fn = kernel.fn if config is not None else kernel
+    options = dict(kwargs)
+    if config is not None:
+        options.update(config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
+    target = GPUTarget("cuda", target_arch, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    bound_args, specialization, parsed = binder(*args, **options)
+    parsed, signature, constexprs, attrs = fn._pack_args(backend, options, bound_args, specialization, parsed)
+    compiled = triton_compile(ASTSource(fn, signature, constexprs, attrs), target=target, options=parsed.__dict__)
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        cubin.write(compiled.asm["cubin"])
+        cubin.flush()
+        usage = subprocess.run(
+            [knobs.nvidia.cuobjdump.path, "--dump-resource-usage", cubin.name], capture_output=True, text=True
+        ).stdout
+    found = dict(re.findall(r"\b(REG|STACK):(\d+)", usage))
+    return int(found["REG"]), int(found["STACK"]), int(compiled.metadata.shared)
+
+
+def _compile_task(task) -> Row:
+    shape, kernel_name, config_index, target = task
+    name, kernel, args, kwargs = next(launch for launch in captured_launches(shape) if launch[0] == kernel_name)
+    config = kernel.configs[config_index] if config_index is not None else None
+    row = Row(name, shape.name, shape.head_dim, shape.dtype, _config_label(config), target)
+    start = time.perf_counter()
+    try:
+        row.registers, row.stack_bytes, row.shared_bytes = compile_one(kernel, args, kwargs, config, target)
+    except Exception as err:  # noqa: BLE001  (a kernel that does not compile is this row's result)
+        row.error = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:300]
+    row.seconds = round(time.perf_counter() - start, 1)
+    return row
+
+
+def tasks_for(shapes: list[Shape], kernels: list[str], default_only: bool, targets: list[int]) -> list[tuple]:
+    tasks = []
+    for shape in shapes:
+        for name, kernel, _args, _kwargs in captured_launches(shape):
+            if name not in kernels:
+                continue
+            configs = [None] if not hasattr(kernel, "configs") else range(1 if default_only else len(kernel.configs))
+            tasks += [(shape, name, index, target) for index, target in itertools.product(configs, targets)]
+    return tasks
+
+
+def fits(rows: list[Row], row: Row) -> dict[str, bool | None]:
+    """Whether the config of ``row`` fits each device's shared memory, from the compile for that
+    device's target (None where that target was not compiled)."""
+    verdict = {}
+    for device, limit in SHARED_MEMORY_LIMIT.items():
+        same = [
+            r
+            for r in rows
+            if (r.kernel, r.shape, r.head_dim, r.dtype, r.config, r.target)
+            == (row.kernel, row.shape, row.head_dim, row.dtype, row.config, LIMIT_TARGET[device])
+            and not r.error
+        ]
+        verdict[device] = same[0].shared_bytes <= limit if same else None
+    return verdict
+
+
+def _resources(row: Row | None) -> str:
+    if row is None:
+        return "-"
+    return f"failed: {row.error}" if row.error else f"{row.registers} / {row.stack_bytes}"
+
+
+def markdown(rows: list[Row]) -> str:
+    devices = list(SHARED_MEMORY_LIMIT)
+    lines = [
+        "| kernel | shape | D | dtype | config (blocks, warps, stages) | sm_80 regs / spill B | sm_90 regs / spill B "
+        "| shared KB | " + " | ".join(f"fits {d}" for d in devices) + " |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(devices),
+    ]
+    keyed = {}
+    for r in rows:
+        keyed.setdefault((r.kernel, r.shape, r.head_dim, r.dtype, r.config), {})[r.target] = r
+    for (kernel, shape, head_dim, dtype, config), by_target in keyed.items():
+        shared = max((r.shared_bytes for r in by_target.values() if not r.error), default=0)
+        verdict = fits(rows, next(iter(by_target.values())))
+        marks = ["-" if verdict[d] is None else "yes" if verdict[d] else "**no**" for d in devices]
+        lines.append(
+            f"| {kernel} | {shape} | {head_dim} | {dtype} | {config} | {_resources(by_target.get(80))} "
+            f"| {_resources(by_target.get(90))} | {shared / 1024:.1f} | " + " | ".join(marks) + " |"
+        )
+    return "\n".join(lines)
+
+
+def write_docs(path: str, table: str, header: str) -> None:
+    text = open(path, encoding="utf-8").read()
+    if DOCS_START not in text or DOCS_END not in text:
+        raise SystemExit(f"error: {path} has no {DOCS_START} ... {DOCS_END} markers to write the table between")
+    before, rest = text.split(DOCS_START, 1)
+    after = rest.split(DOCS_END, 1)[1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{before}{DOCS_START}\n{header}\n\n{table}\n{DOCS_END}{after}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="default configs only, bf16 and fp32, D 128, no padding")
+    parser.add_argument("--head-dims", type=int, nargs="+", default=None, help="default 64 128")
+    parser.add_argument("--dtypes", nargs="+", default=None, help="default bfloat16 float16 float32")
+    parser.add_argument("--kernels", nargs="+", default=["forward", "delta", "dq", "dkdv"])
+    parser.add_argument("--targets", type=int, nargs="+", default=[80, 90], help="compute capabilities")
+    parser.add_argument("--default-config-only", action="store_true", help="each kernel's first autotune config")
+    parser.add_argument("--no-padding", action="store_true", help="leave out the padded (HAS_WINDOW) shapes")
+    parser.add_argument("--no-decode", action="store_true", help="leave out the one-query (decode) shapes")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out-json", default="")
+    parser.add_argument("--write-docs", default="", help="write the table between the markers of this Markdown file")
+    args = parser.parse_args(argv)
+    if os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes"):
+        raise SystemExit("error: unset TRITON_INTERPRET: this compiles the kernels, it does not interpret them")
+    if args.quick:
+        args.head_dims = args.head_dims or [128]
+        args.dtypes = args.dtypes or ["bfloat16", "float32"]
+        args.default_config_only, args.no_padding, args.no_decode = True, True, True
+    head_dims, dtypes = args.head_dims or [64, 128], args.dtypes or ["bfloat16", "float16", "float32"]
+    shapes = [
+        Shape(d, t, window, decode)
+        for d, t in itertools.product(head_dims, dtypes)
+        for window, decode in [(False, False), (True, False), (False, True)]
+        if not (window and args.no_padding) and not (decode and args.no_decode)
+    ]
+    tasks = tasks_for(shapes, args.kernels, args.default_config_only, args.targets)
+    print(f"compiling {len(tasks)} kernel/config/target combinations on {args.jobs} processes", flush=True)
+    start = time.perf_counter()
+    rows = []
+    # spawn, not fork: a forked child of a process that has run torch and triton can hang
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for row in pool.map(_compile_task, tasks):
+            rows.append(row)
+            status = row.error or f"{row.registers} regs, {row.stack_bytes} B stack, {row.shared_bytes} B shared"
+            where = f"sm_{row.target} {row.kernel:8} {row.shape:17} D{row.head_dim} {row.dtype:8} {row.config}"
+            print(f"  {where}: {status}", flush=True)
+    elapsed = time.perf_counter() - start
+    table = markdown(rows)
+    print(table)
+    import triton
+
+    header = (
+        f"Compiled ahead of time with triton {triton.__version__} (no GPU), {len(rows)} compiles in {elapsed:.0f} s: "
+        f"`python benchmarks/kernel_resources.py{' --quick' if args.quick else ''}`. Spill B is the stack frame "
+        "ptxas reserves (local-memory spills); shared KB is what the launch needs."
+    )
+    if args.out_json:
+        with open(args.out_json, "w") as f:
+            json.dump([asdict(r) for r in rows], f, indent=1)
+    if args.write_docs:
+        write_docs(args.write_docs, table, header)
+    failed = [r for r in rows if r.error]
+    for r in failed:
+        where = f"{r.kernel} ({r.shape}, D{r.head_dim}, {r.dtype}, {r.config})"
+        print(f"error: {where} failed for sm_{r.target}: {r.error}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
