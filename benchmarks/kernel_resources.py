@@ -63,6 +63,7 @@ class Row:
     registers: int = 0
     stack_bytes: int = 0
     shared_bytes: int = 0
+    estimated_shared_bytes: int | None = None  # what the autotune pruner expects
     seconds: float = 0.0
     error: str = ""
 
@@ -148,6 +149,7 @@ def _compile_task(task) -> Row:
     name, kernel, args, kwargs = next(launch for launch in captured_launches(shape) if launch[0] == kernel_name)
     config = kernel.configs[config_index] if config_index is not None else None
     row = Row(name, shape.name, shape.head_dim, shape.dtype, _config_label(config), target)
+    row.estimated_shared_bytes = estimated_shared_bytes(name, config, shape)
     start = time.perf_counter()
     try:
         row.registers, row.stack_bytes, row.shared_bytes = compile_one(kernel, args, kwargs, config, target)
@@ -157,13 +159,43 @@ def _compile_task(task) -> Row:
     return row
 
 
+def config_indices(kernel, shape: Shape, default_only: bool) -> list[int]:
+    """Positions in ``kernel.configs`` of the candidates the autotuner considers for this shape's
+    dtype and head dim (the device-independent part of its pruning)."""
+    import torch
+
+    from lm_eval_longmem.kernels.forgetting_attention.block_configs import configs_for
+
+    meant = configs_for(kernel.configs, getattr(torch, shape.dtype), shape.head_dim)
+    indices = [i for i, config in enumerate(kernel.configs) if any(config is c for c in meant)]
+    return indices[:1] if default_only else indices
+
+
+def estimated_shared_bytes(kernel_name: str, config, shape: Shape) -> int | None:
+    """The shared memory the autotune pruner expects of this config (None for unpruned kernels)."""
+    import torch
+
+    from lm_eval_longmem.kernels.forgetting_attention import triton_backward, triton_forward
+
+    estimate = {
+        "forward": triton_forward.forward_shared_bytes,
+        "dq": triton_backward.dq_shared_bytes,
+        "dkdv": triton_backward.dkdv_shared_bytes,
+    }.get(kernel_name)
+    if estimate is None or config is None:
+        return None
+    elem = torch.empty(0, dtype=getattr(torch, shape.dtype)).element_size()
+    blocks = config.kwargs
+    return estimate(blocks["BLOCK_M"], blocks["BLOCK_N"], shape.head_dim, config.num_stages, elem)
+
+
 def tasks_for(shapes: list[Shape], kernels: list[str], default_only: bool, targets: list[int]) -> list[tuple]:
     tasks = []
     for shape in shapes:
         for name, kernel, _args, _kwargs in captured_launches(shape):
             if name not in kernels:
                 continue
-            configs = [None] if not hasattr(kernel, "configs") else range(1 if default_only else len(kernel.configs))
+            configs = [None] if not hasattr(kernel, "configs") else config_indices(kernel, shape, default_only)
             tasks += [(shape, name, index, target) for index, target in itertools.product(configs, targets)]
     return tasks
 

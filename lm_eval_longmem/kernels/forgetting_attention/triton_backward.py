@@ -12,7 +12,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .triton_common import biased_scores, block_configs, dot
+from .block_configs import block_configs, shared_memory_pruner
+from .triton_common import biased_scores, dot
 from .triton_forward import key_range, load_key_lo
 
 
@@ -79,9 +80,19 @@ def _dq_key_block(
     return dq + dot(d_scores.to(k.dtype), k)
 
 
+def dq_shared_bytes(block_m, block_n, head_dim, stages, elem):
+    """Estimated shared memory: q and dO tiles once, k and v tiles per pipeline stage."""
+    return elem * head_dim * (2 * block_m + stages * 2 * block_n) + 1024
+
+
 @triton.autotune(
-    configs=block_configs([(64, 64, 4, 2), (128, 64, 8, 2), (64, 32, 4, 2)], (32, 16, 4, 1)),
+    configs=block_configs(
+        [(64, 64, 4, 2), (128, 64, 8, 2), (64, 32, 4, 2)],
+        [(64, 32, 8, 2, 64), (32, 32, 4, 1, 64), (32, 16, 4, 1)],
+        (32, 16, 4, 1),
+    ),
     key=["HEAD_DIM", "HAS_WINDOW"],
+    prune_configs_by={"early_config_prune": shared_memory_pruner(dq_shared_bytes)},
 )
 @triton.jit
 def biased_attention_dq_kernel(
@@ -241,9 +252,20 @@ def _dkdv_query_block(
     return dk, dv, dkb
 
 
+def dkdv_shared_bytes(block_m, block_n, head_dim, stages, elem):
+    """Estimated shared memory: k and v tiles once, q and dO tiles per pipeline stage, and one
+    [M, N] score tile for the transposed products."""
+    return elem * head_dim * (2 * block_n + stages * 2 * block_m) + elem * block_m * block_n + 1024
+
+
 @triton.autotune(
-    configs=block_configs([(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2)], (16, 32, 4, 1)),
+    configs=block_configs(
+        [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2)],
+        [(32, 32, 8, 2, 64), (32, 32, 4, 1, 64), (32, 32, 8, 1), (16, 16, 4, 1)],
+        (16, 32, 4, 1),
+    ),
     key=["HEAD_DIM", "HAS_WINDOW"],
+    prune_configs_by={"early_config_prune": shared_memory_pruner(dkdv_shared_bytes)},
 )
 @triton.jit
 def biased_attention_dkdv_kernel(

@@ -1,4 +1,4 @@
-"""What the Triton kernels share: the biased scores, block configs, interpreter detection.
+"""What the Triton kernels share: the biased scores and interpreter detection.
 
 Logits and the saved log-sum-exp live in base 2 inside the kernels (``exp2`` is the cheap
 instruction). The biases are subtracted from each other before they meet the scores
@@ -22,16 +22,6 @@ LOG2E_HOST = 1.4426950408889634
 DOT_PRECISION = tl.constexpr("ieee")
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
-
-
-def block_configs(gpu_choices, interpreted_choice):
-    """Autotune candidates ``(BLOCK_M, BLOCK_N, warps, stages)``; one fixed small config under the
-    interpreter, where autotuning would only benchmark the CPU emulation."""
-    choices = [interpreted_choice] if INTERPRETED else gpu_choices
-    return [
-        triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=warps, num_stages=stages)
-        for m, n, warps, stages in choices
-    ]
 
 
 @triton.jit
