@@ -9,7 +9,7 @@ with such tensors would be (triton's own argument binder: dtypes, 16-byte alignm
 Then every autotune config of each captured launch is compiled with the ptxas inside the triton
 wheel, and `cuobjdump --dump-resource-usage` reads registers and stack from the cubin.
 
-    python benchmarks/kernel_resources.py                   # the full matrix (about 10 minutes on 2 cores)
+    python benchmarks/kernel_resources.py                   # the full matrix (about half an hour on 2 cores)
     python benchmarks/kernel_resources.py --quick           # default configs, bf16 and fp32, D 128
     python benchmarks/kernel_resources.py --write-docs docs/kernels.md
 
@@ -219,26 +219,31 @@ def fits(rows: list[Row], row: Row) -> dict[str, bool | None]:
 def _resources(row: Row | None) -> str:
     if row is None:
         return "-"
-    return f"failed: {row.error}" if row.error else f"{row.registers} / {row.stack_bytes}"
+    if row.error:
+        return f"failed: {row.error}"
+    return f"{row.registers} / {row.stack_bytes} / {row.shared_bytes / 1024:.1f}"
 
 
 def markdown(rows: list[Row]) -> str:
     devices = list(SHARED_MEMORY_LIMIT)
     lines = [
-        "| kernel | shape | D | dtype | config (blocks, warps, stages) | sm_80 regs / spill B | sm_90 regs / spill B "
-        "| shared KB | " + " | ".join(f"fits {d}" for d in devices) + " |",
+        "| kernel | shape | D | dtype | config (blocks, warps, stages) | sm_80 regs / spill B / shared KB "
+        "| sm_90 regs / spill B / shared KB | pruner's estimate KB | "
+        + " | ".join(f"fits {d}" for d in devices)
+        + " |",
         "|---|---|---|---|---|---|---|---|" + "---|" * len(devices),
     ]
     keyed = {}
     for r in rows:
         keyed.setdefault((r.kernel, r.shape, r.head_dim, r.dtype, r.config), {})[r.target] = r
     for (kernel, shape, head_dim, dtype, config), by_target in keyed.items():
-        shared = max((r.shared_bytes for r in by_target.values() if not r.error), default=0)
-        verdict = fits(rows, next(iter(by_target.values())))
+        first = next(iter(by_target.values()))
+        estimate = "-" if first.estimated_shared_bytes is None else f"{first.estimated_shared_bytes / 1024:.1f}"
+        verdict = fits(rows, first)
         marks = ["-" if verdict[d] is None else "yes" if verdict[d] else "**no**" for d in devices]
         lines.append(
             f"| {kernel} | {shape} | {head_dim} | {dtype} | {config} | {_resources(by_target.get(80))} "
-            f"| {_resources(by_target.get(90))} | {shared / 1024:.1f} | " + " | ".join(marks) + " |"
+            f"| {_resources(by_target.get(90))} | {estimate} | " + " | ".join(marks) + " |"
         )
     return "\n".join(lines)
 

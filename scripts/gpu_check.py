@@ -66,6 +66,24 @@ PARTS = (
         junit_name="cuda-tests.xml",
     ),
     Part(
+        "kernel-resources",
+        "every Triton kernel compiled for sm_80 and sm_90 with this machine's triton: registers, spills, shared "
+        "memory, and which GPUs each autotune config fits",
+        (
+            "benchmarks/kernel_resources.py",
+            "--dtypes",
+            "bfloat16",
+            "float32",
+            "--no-padding",
+            "--out-json",
+            "{out}/kernel-resources.json",
+        ),
+        ("benchmarks/kernel_resources.py", "--quick", "--out-json", "{out}/kernel-resources.json"),
+        240,
+        60,
+        json_name="kernel-resources.json",
+    ),
+    Part(
         "kernel-speed",
         "forgetting-attention kernel vs SDPA causal and fla, bf16, B=1 H=16, fwd and fwd+bwd; decode vs a long cache",
         (

@@ -67,7 +67,7 @@ def test_the_table_marks_a_config_that_exceeds_a_devices_shared_memory(tmp_path)
     ]
     verdict = tool.fits(rows, rows[0])
     assert verdict == {"A100 (sm_80)": False, "H100/H200 (sm_90)": True, "sm_86/sm_89": False}
-    assert "| 32 / 33824 | 32 / 33824 | 225.0 | **no** | yes | **no** |" in tool.markdown(rows)
+    assert "| 32 / 33824 / 225.0 | 32 / 33824 / 225.0 | - | **no** | yes | **no** |" in tool.markdown(rows)
     docs = tmp_path / "kernels.md"
     docs.write_text(f"intro\n{tool.DOCS_START}\nold\n{tool.DOCS_END}\noutro\n")
     tool.write_docs(str(docs), tool.markdown(rows), "header")
