@@ -166,7 +166,7 @@ def config_indices(kernel, shape: Shape, default_only: bool) -> list[int]:
 
     from lm_eval_longmem.kernels.forgetting_attention.block_configs import configs_for
 
-    meant = configs_for(kernel.configs, getattr(torch, shape.dtype), shape.head_dim)
+    meant = configs_for(kernel.configs, getattr(torch, shape.dtype), shape.head_dim, decode=shape.decode)
     indices = [i for i, config in enumerate(kernel.configs) if any(config is c for c in meant)]
     return indices[:1] if default_only else indices
 

@@ -135,3 +135,21 @@ def _with_backend(function, backend):
         return function(*args, **{**kwargs, "backend": backend})
 
     return call
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_compiled_split_key_decoding_equals_the_reference(dtype):
+    """One query and a 16-query chunk against 8k keys without gradients: the keys are split across
+    programs (flash-decoding) and merged; the result is the reference's."""
+    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import key_splits
+
+    for num_queries in (1, 16):
+        case = Case("decode_split", batch=2, length=8192, q_heads=8, kv_heads=2, head_dim=128, num_queries=num_queries)
+        inputs = {name: t.detach().cuda() for name, t in make_inputs(case, dtype=dtype).items()}
+        assert key_splits(num_queries, 8192, 16, inputs["q"].device, needs_grad=False) > 1
+        args = [inputs[n] for n in ("q", "k", "v", "q_bias", "k_bias")]
+        with torch.no_grad():
+            got = biased_attention(*args, backend="triton").float()
+            want = biased_attention(*args, backend="reference").float()
+        atol, rtol = TOLERANCE[dtype]
+        torch.testing.assert_close(got, want, atol=atol, rtol=rtol)

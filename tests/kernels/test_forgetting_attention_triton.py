@@ -139,3 +139,37 @@ def test_triton_fp32_precision_at_long_strongly_forgetting_inputs():
         out = biased_attention(q, k, v, c, c, backend=backend)
         error = ((out.double() - want).norm() / want.norm()).item()
         assert error < 2e-6, f"{backend}: relative error {error:.2e} against float64"
+
+
+SPLIT_CASES = [
+    Case("decode_one_gqa", batch=2, length=700, q_heads=4, kv_heads=2, num_queries=1),
+    # batch 1's rows see keys from 695 on: no key in the first splits, none at all for rows before 695
+    Case("decode_chunk_padded_with_empty_rows", batch=2, length=700, num_queries=13, seq_start=(2, 695)),
+]
+
+
+@needs_interpreter
+@pytest.mark.parametrize("splits", [2, 3], ids=lambda s: f"{s}_splits")
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.name)
+def test_triton_split_key_decoding_equals_the_reference(case, splits, monkeypatch):
+    """Keys split across programs (flash-decoding, inference only) and merged by log-sum-exp."""
+    from lm_eval_longmem.kernels.forgetting_attention import triton_function
+
+    monkeypatch.setattr(triton_function, "key_splits", lambda *args: splits)
+    inputs = {name: t.detach() for name, t in make_inputs(case).items()}
+    args = [inputs[n] for n in ("q", "k", "v", "q_bias", "k_bias")]
+    with torch.no_grad():
+        got = biased_attention(*args, backend="triton", **case.extras())
+        want = biased_attention(*args, backend="reference", **case.extras())
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-5)
+
+
+def test_split_keys_only_for_a_few_queries_without_gradients():
+    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import key_splits, split_length
+
+    cpu = torch.device("cpu")
+    assert key_splits(1, 65536, 2, cpu, needs_grad=False) > 1
+    assert key_splits(1, 65536, 2, cpu, needs_grad=True) == 1  # training: one lse per row for the backward
+    assert key_splits(4096, 65536, 16, cpu, needs_grad=False) == 1  # prefill has query blocks to spread
+    assert key_splits(1, 600, 16, cpu, needs_grad=False) == 1  # too few keys to be worth it
+    assert split_length(700, 3) == 256 and split_length(65536, 8) == 8192

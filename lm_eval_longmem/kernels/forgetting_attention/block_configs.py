@@ -28,30 +28,44 @@ SharedBytes = Callable[[int, int, int, int, int], int]  # (block_m, block_n, hea
 MAX_HEAD_DIM = 128
 
 
-def block_configs(half_choices: list[Choice], fp32_choices: list[Choice], interpreted_choice: Choice):
-    """The autotune list: the 16-bit candidates, then the fp32 ones (each tagged with what it is
-    for); one fixed small config under the interpreter, where autotuning would only time the
-    CPU emulation."""
+def block_configs(
+    half_choices: list[Choice],
+    fp32_choices: list[Choice],
+    interpreted_choice: Choice,
+    decode_choices: list[Choice] = (),
+):
+    """The autotune list: the 16-bit candidates, the fp32 ones and the decode ones (a launch with
+    ``DECODE=True``: a few queries, so BLOCK_M = 16), each tagged with what it is for; one fixed
+    small config under the interpreter, where autotuning would only time the CPU emulation."""
     if INTERPRETED:
-        return [_config(interpreted_choice, "any")]
-    return [_config(c, "16-bit") for c in half_choices] + [_config(c, "fp32") for c in fp32_choices]
+        return [_config(interpreted_choice, "any", "any")]
+    return (
+        [_config(c, "16-bit", "prefill") for c in half_choices]
+        + [_config(c, "fp32", "prefill") for c in fp32_choices]
+        + [_config(c, "any", "decode") for c in decode_choices]
+    )
 
 
-def _config(choice: Choice, precision: str) -> triton.Config:
+def _config(choice: Choice, precision: str, phase: str) -> triton.Config:
     block_m, block_n, warps, stages, *largest = choice
     config = triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_warps=warps, num_stages=stages)
-    config.precision = precision
+    config.precision, config.phase = precision, phase
     config.max_head_dim = largest[0] if largest else MAX_HEAD_DIM
     return config
 
 
-def configs_for(configs: list[triton.Config], dtype: torch.dtype, head_dim: int) -> list[triton.Config]:
-    """The candidates meant for inputs of ``dtype`` and this head dim (any device)."""
+def configs_for(
+    configs: list[triton.Config], dtype: torch.dtype, head_dim: int, decode: bool = False
+) -> list[triton.Config]:
+    """The candidates meant for inputs of ``dtype``, this head dim and phase (any device)."""
     precision = "fp32" if dtype == torch.float32 else "16-bit"
+    phase = "decode" if decode and any(getattr(c, "phase", "") == "decode" for c in configs) else "prefill"
     return [
         c
         for c in configs
-        if getattr(c, "precision", "any") in (precision, "any") and head_dim <= getattr(c, "max_head_dim", 10**9)
+        if getattr(c, "precision", "any") in (precision, "any")
+        and getattr(c, "phase", "any") in (phase, "any")
+        and head_dim <= getattr(c, "max_head_dim", 10**9)
     ]
 
 
@@ -73,7 +87,7 @@ def shared_memory_pruner(shared_bytes: SharedBytes):
     def prune(configs, named_args, **kwargs):
         q = named_args["Q"]
         head_dim = kwargs.get("HEAD_DIM", named_args.get("HEAD_DIM"))
-        candidates = configs_for(configs, q.dtype, head_dim) or list(configs)
+        candidates = configs_for(configs, q.dtype, head_dim, bool(kwargs.get("DECODE", False))) or list(configs)
         needs = {
             id(c): shared_bytes(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], head_dim, c.num_stages, q.element_size())
             for c in candidates

@@ -85,6 +85,16 @@ def key_range(first_row, num_rows, num_queries, num_keys, key_lo, BLOCK_N: tl.co
     return start, unmasked_stop, stop
 
 
+@triton.jit
+def split_key_range(start, unmasked_stop, stop, split_lo, split_hi):
+    """The part of a key loop ``key_range`` gave that lies in ``[split_lo, split_hi)`` (both
+    multiples of BLOCK_N): one program's share when the keys are split across programs."""
+    new_start = tl.maximum(start, split_lo)
+    new_stop = tl.minimum(stop, split_hi)
+    new_unmasked_stop = tl.maximum(tl.minimum(unmasked_stop, new_stop), new_start)
+    return new_start, new_unmasked_stop, new_stop
+
+
 def forward_shared_bytes(block_m, block_n, head_dim, stages, elem):
     """Estimated shared memory: the query tile once, the key and value tiles once per pipeline
     stage (within 2% of the compiled figure in 16-bit, above it in fp32: docs/kernels.md)."""
@@ -96,8 +106,9 @@ def forward_shared_bytes(block_m, block_n, head_dim, stages, elem):
         [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3)],
         [(64, 32, 8, 2, 64), (32, 32, 4, 1, 64), (32, 16, 4, 1)],
         (32, 16, 4, 1),
+        decode_choices=[(16, 64, 4, 2), (16, 128, 4, 2, 64), (16, 32, 4, 1)],
     ),
-    key=["HEAD_DIM", "HAS_WINDOW"],
+    key=["HEAD_DIM", "HAS_WINDOW", "DECODE"],
     prune_configs_by={"early_config_prune": shared_memory_pruner(forward_shared_bytes)},
 )
 @triton.jit
@@ -131,13 +142,22 @@ def biased_attention_forward_kernel(
     q_heads,
     group,
     scale_log2,
+    split_len,
+    stride_os,
+    stride_ls,
     HEAD_DIM: tl.constexpr,
     HAS_WINDOW: tl.constexpr,
+    DECODE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
+    """Grid ``(query blocks, batch x heads, key splits)``. With one split (``split_len`` >=
+    ``num_keys``) it writes the output and log-sum-exp; with several, each program attends to
+    its ``split_len`` keys and writes its partial normalised output and log-sum-exp at
+    ``split * stride_os`` / ``split * stride_ls``, merged afterwards (flash-decoding)."""
     block_id = tl.program_id(0)
     batch_head = tl.program_id(1)
+    split = tl.program_id(2)
     b = (batch_head // q_heads).to(tl.int64)
     head = batch_head % q_heads
     kv_head = head // group
@@ -162,6 +182,7 @@ def biased_attention_forward_kernel(
     row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
     row_max = tl.full([BLOCK_M], -1.0e30, dtype=tl.float32)
     start, unmasked_stop, stop = key_range(first_row, BLOCK_M, num_queries, num_keys, key_lo, BLOCK_N, HAS_WINDOW)
+    start, unmasked_stop, stop = split_key_range(start, unmasked_stop, stop, split * split_len, (split + 1) * split_len)
     for key_start in range(start, unmasked_stop, BLOCK_N):
         acc, row_sum, row_max = _attend_key_block(
             acc,
@@ -213,9 +234,9 @@ def biased_attention_forward_kernel(
     safe_sum = tl.where(empty, 1.0, row_sum)
     out = acc / safe_sum[:, None]
     tl.store(
-        OUT + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :],
+        OUT + split * stride_os + b * stride_ob + head * stride_oh + rows[:, None] * stride_ot + dims[None, :],
         out.to(OUT.dtype.element_ty),
         mask=row_ok[:, None],
     )
     lse = tl.where(empty, float("inf"), row_max + tl.math.log2(safe_sum))
-    tl.store(LSE + batch_head.to(tl.int64) * num_queries + rows, lse, mask=row_ok)
+    tl.store(LSE + split * stride_ls + batch_head.to(tl.int64) * num_queries + rows, lse, mask=row_ok)

@@ -6,6 +6,7 @@ import torch
 import triton
 
 from .delta_precision import keeps_fp32_output
+from .split_decoding import DECODE_MAX_QUERIES, key_splits, merge_split_outputs, split_length
 from .triton_backward import biased_attention_dkdv_kernel, biased_attention_dq_kernel, output_dot_grad_kernel
 from .triton_common import LOG2E_HOST
 from .triton_forward import biased_attention_forward_kernel
@@ -39,9 +40,12 @@ class TritonBiasedAttention(torch.autograd.Function):
         has_window = key_lo is not None
         window = key_lo if has_window else torch.zeros(1, dtype=torch.int32, device=q.device)
         keep_fp32_output = keeps_fp32_output(q.dtype, ctx.needs_input_grad[3] or ctx.needs_input_grad[4])
-        out = torch.empty_like(q, dtype=torch.float32 if keep_fp32_output else q.dtype)
-        lse = torch.empty(shape["batch"], shape["q_heads"], shape["num_queries"], dtype=torch.float32, device=q.device)
-        grid = lambda meta: (triton.cdiv(shape["num_queries"], meta["BLOCK_M"]), shape["batch"] * shape["q_heads"])  # noqa: E731
+        batch_heads, num_queries, num_keys = shape["batch"] * shape["q_heads"], shape["num_queries"], shape["num_keys"]
+        splits = key_splits(num_queries, num_keys, batch_heads, q.device, any(ctx.needs_input_grad))
+        out_dtype = torch.float32 if keep_fp32_output or splits > 1 else q.dtype
+        out = torch.empty((splits, *q.shape), dtype=out_dtype, device=q.device)
+        lse = torch.empty(splits, batch_heads, num_queries, dtype=torch.float32, device=q.device)
+        grid = lambda meta: (triton.cdiv(num_queries, meta["BLOCK_M"]), batch_heads, splits)  # noqa: E731
         biased_attention_forward_kernel[grid](
             q,
             k,
@@ -54,22 +58,31 @@ class TritonBiasedAttention(torch.autograd.Function):
             *_strides3(q),
             *_strides3(k),
             *_strides3(v),
-            *_strides3(out),
+            *_strides3(out[0]),
             q_bias.stride(0),
             q_bias.stride(1),
             k_bias.stride(0),
             k_bias.stride(1),
-            shape["num_queries"],
-            shape["num_keys"],
+            num_queries,
+            num_keys,
             shape["q_heads"],
             shape["group"],
             scale * LOG2E_HOST,
+            split_length(num_keys, splits),
+            out.stride(0),
+            lse.stride(0),
             HEAD_DIM=shape["head_dim"],
             HAS_WINDOW=has_window,
+            DECODE=num_queries <= DECODE_MAX_QUERIES,
         )
+        if splits > 1:
+            out, lse = merge_split_outputs(out, lse, shape["q_heads"])
+        else:
+            out, lse = out[0], lse[0]
+        lse = lse.reshape(shape["batch"], shape["q_heads"], num_queries)
         ctx.save_for_backward(q, k, v, q_bias, k_bias, out, lse, window, query_end if has_window else window)
         ctx.scale, ctx.has_window = scale, has_window
-        return out.to(q.dtype) if keep_fp32_output else out
+        return out.to(q.dtype)
 
     @staticmethod
     def backward(ctx, grad_out):
