@@ -28,6 +28,15 @@ from lm_eval_longmem.errors import LongMemError
 T = TypeVar("T")
 
 
+# Upper bounds a machine can run, so that a slip (fc_points=10**12) is refused before any model
+# loads instead of failing in a 7 TiB allocation after it: inputs up to 2^24 tokens (16.8M, well
+# past the Infini-attention paper's 1M-token passkey), counts per length (points, samples,
+# windows, bins, questions, shots) up to 100,000, seeds within numpy's 32-bit range.
+MAX_TOKENS = 2**24
+MAX_COUNT = 100_000
+MAX_SEED = 2**32 - 1
+
+
 class TaskOptionError(LongMemError, ValueError):
     """An option is unknown, malformed, or asks for something the model cannot take."""
 

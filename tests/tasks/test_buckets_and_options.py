@@ -55,3 +55,30 @@ def test_bad_values_are_errors():
     with pytest.raises(ValueError, match="quote it"):  # lm-eval read `007` as the number 7: the text is lost
         convert(7, str | None)
     assert issubclass(TaskOptionError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "options_class, prefix, key, value",
+    [
+        ("forgetting_curve.protocol:Options", "fc_", "points", 10**12),
+        ("forgetting_curve.protocol:Options", "fc_", "samples", 10**6),
+        ("forgetting_curve.protocol:Options", "fc_", "max_length", 2**30),
+        ("passkey.protocol:Options", "pk_", "lengths", [1024, 10**9]),
+        ("passkey.protocol:Options", "pk_", "samples", 10**9),
+        ("perplexity.protocol:Options", "ppl_", "windows", 10**7),
+        ("perplexity.protocol:Options", "ppl_", "lengths", [10**10]),
+        ("trec_manyshot.protocol:TrecOptions", "trec_", "questions", 10**9),
+        ("forgetting_curve.protocol:Options", "fc_", "seed", 2**40),
+    ],
+)
+def test_counts_and_lengths_have_upper_bounds_a_machine_can_run(options_class, prefix, key, value):
+    """A slip such as fc_points=10**12 passed validation once and failed in a 7 TiB allocation
+    after the model loaded; now it is one message, before anything loads."""
+    import importlib
+
+    from lm_eval_longmem.tasks.task_options import parse_task_options
+
+    module, name = options_class.split(":")
+    cls = getattr(importlib.import_module(f"lm_eval_longmem.tasks.{module}"), name)
+    with pytest.raises(TaskOptionError, match=rf"--metadata {prefix}{key}=.* is out of range: expected .*between"):
+        parse_task_options(cls, {prefix + key: value}, prefix)

@@ -17,7 +17,15 @@ import numpy as np
 
 from lm_eval_longmem.data.corpora import check_corpus_name
 from lm_eval_longmem.tasks.forgetting_curve.sequences import input_tokens
-from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
+from lm_eval_longmem.tasks.task_options import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TOKENS,
+    TaskOptionError,
+    check_choice,
+    check_range,
+    parse_task_options,
+)
 
 OPTION_PREFIX = "fc_"
 GRANULARITIES = ("linear", "log")
@@ -59,9 +67,11 @@ class Options:
         """Ranges and choices, before any model loads (the start-up check runs it too)."""
         error = ForgettingCurveConfigError
         check_choice(f"{OPTION_PREFIX}granularity", self.granularity, GRANULARITIES, error)
-        for name in ("points", "samples", "min_length", "max_length", "lengths"):
-            check_range(OPTION_PREFIX + name, getattr(self, name), 1, error=error)
-        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
+        for name in ("points", "samples"):
+            check_range(OPTION_PREFIX + name, getattr(self, name), 1, MAX_COUNT, error=error)
+        for name in ("min_length", "max_length", "lengths"):
+            check_range(OPTION_PREFIX + name, getattr(self, name), 1, MAX_TOKENS, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED, error=error)
         check_corpus_name(self.corpus, f"{OPTION_PREFIX}corpus", error)
 
 

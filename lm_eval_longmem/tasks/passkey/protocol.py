@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_sized_to_tokens
-from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range, parse_task_options
+from lm_eval_longmem.tasks.task_options import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TOKENS,
+    TaskOptionError,
+    check_choice,
+    check_range,
+    parse_task_options,
+)
 
 OPTION_PREFIX = "pk_"
 PROTOCOLS = ("tokens", "chars")
@@ -51,10 +59,10 @@ class Options:
         """Ranges and choices, before any model loads (the start-up check runs it too)."""
         error = PasskeyConfigError
         check_choice(f"{OPTION_PREFIX}protocol", self.protocol, PROTOCOLS, error)
-        check_range(f"{OPTION_PREFIX}lengths", self.lengths, 1, error=error)
+        check_range(f"{OPTION_PREFIX}lengths", self.lengths, 1, MAX_TOKENS, error=error)
         check_range(f"{OPTION_PREFIX}depths", self.depths, 0, 100, error=error)  # % of the filler before the key
-        check_range(f"{OPTION_PREFIX}samples", self.samples, 1, error=error)
-        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
+        check_range(f"{OPTION_PREFIX}samples", self.samples, 1, MAX_COUNT, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED, error=error)
 
     @property
     def unit(self) -> str:

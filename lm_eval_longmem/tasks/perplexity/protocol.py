@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 
 from lm_eval_longmem.data.corpora import check_corpus_name
-from lm_eval_longmem.tasks.task_options import TaskOptionError, check_range, parse_task_options
+from lm_eval_longmem.tasks.task_options import (
+    MAX_COUNT,
+    MAX_SEED,
+    MAX_TOKENS,
+    TaskOptionError,
+    check_range,
+    parse_task_options,
+)
 
 OPTION_PREFIX = "ppl_"
 MIN_LENGTH = 2  # one token read, one predicted
@@ -56,10 +63,10 @@ class Options:
         start-up check runs it too)."""
         error = PerplexityConfigError
         for name in ("points", "windows", "bins"):
-            check_range(OPTION_PREFIX + name, getattr(self, name), 1, error=error)
-        check_range(f"{OPTION_PREFIX}lengths", self.lengths, MIN_LENGTH, error=error)
-        check_range(f"{OPTION_PREFIX}max_length", self.max_length, MIN_LENGTH, error=error)
-        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, error=error)
+            check_range(OPTION_PREFIX + name, getattr(self, name), 1, MAX_COUNT, error=error)
+        check_range(f"{OPTION_PREFIX}lengths", self.lengths, MIN_LENGTH, MAX_TOKENS, error=error)
+        check_range(f"{OPTION_PREFIX}max_length", self.max_length, MIN_LENGTH, MAX_TOKENS, error=error)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED, error=error)
         check_corpus_name(self.corpus, f"{OPTION_PREFIX}corpus", error)
         if self.lengths is not None and self.max_length is not None:
             raise PerplexityConfigError(

@@ -22,7 +22,13 @@ import numpy as np
 
 from lm_eval_longmem.data.trec import LONGBENCH_ALL_CLASSES, MANYSHOT_COUNTS, load_manyshot_rows, load_trec
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
-from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_range
+from lm_eval_longmem.tasks.task_options import (
+    MAX_COUNT,
+    MAX_SEED,
+    TaskOptionError,
+    check_choice,
+    check_range,
+)
 from lm_eval_longmem.tasks.trec_manyshot import longbench_format
 
 logger = logging.getLogger(__name__)
@@ -52,9 +58,9 @@ class TrecOptions:
     def validate(self) -> None:
         """Ranges and choices, before any model loads (the start-up check runs it too)."""
         check_choice(f"{OPTION_PREFIX}source", self.source, SOURCES)
-        check_range(f"{OPTION_PREFIX}shots", self.shots, 1)
-        check_range(f"{OPTION_PREFIX}questions", self.questions, 1)
-        check_range(f"{OPTION_PREFIX}seed", self.seed, 0)
+        check_range(f"{OPTION_PREFIX}shots", self.shots, 1, MAX_COUNT)
+        check_range(f"{OPTION_PREFIX}questions", self.questions, 1, MAX_COUNT)
+        check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED)
         if self.source == "manyshots" and self.shots is not None:
             missing = sorted(set(self.shots) - set(MANYSHOT_COUNTS))
             if missing:
