@@ -8,9 +8,12 @@ group) adds metadata, and anything it sets wins.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from lm_eval.api.task import ConfigurableTask
+
+logger = logging.getLogger(__name__)
 
 
 class LongMemTask(ConfigurableTask):
@@ -30,3 +33,12 @@ class LongMemTask(ConfigurableTask):
         if self.GENERATION_KWARGS is not None:
             base["generation_kwargs"] = dict(self.GENERATION_KWARGS)
         super().__init__(config={**base, **config}, **kwargs)
+
+    def drop_chat_template(self, request_kwargs: dict, reason: str) -> None:
+        """For prompt-free tasks: remove lm-eval's chat-template arguments from a request's
+        keyword arguments, and say once per task (not once per document) that they are ignored."""
+        wanted = request_kwargs.pop("apply_chat_template", False)
+        request_kwargs.pop("chat_template", None)
+        if wanted and not getattr(self, "_told_chat_template_ignored", False):
+            self._told_chat_template_ignored = True
+            logger.warning("%s ignores --apply_chat_template: %s", self.TASK_NAME, reason)

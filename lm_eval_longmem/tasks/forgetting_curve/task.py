@@ -155,9 +155,7 @@ class ForgettingCurveTask(LongMemTask):
 
     # --- requests -------------------------------------------------------------------------
     def construct_requests(self, doc, ctx, **kwargs) -> list[Instance]:
-        if kwargs.pop("apply_chat_template", False):
-            logger.warning("forgetting_curve ignores --apply_chat_template: the paper's test is prompt-free.")
-        kwargs.pop("chat_template", None)
+        self.drop_chat_template(kwargs, "the paper's test is prompt-free.")
         start, end = scored_range(doc["length"])
         sequences = (
             copy_sequence(doc["target_ids"], self.bos_id, self.eos_id),

@@ -130,9 +130,7 @@ class PerplexityTask(LongMemTask):
 
     # --- requests -------------------------------------------------------------------------
     def construct_requests(self, doc, ctx, **kwargs) -> list[Instance]:
-        if kwargs.pop("apply_chat_template", False):
-            logger.warning("longmem_perplexity ignores --apply_chat_template: perplexity is measured on raw text.")
-        kwargs.pop("chat_template", None)
+        self.drop_chat_template(kwargs, "perplexity is measured on raw text.")
         ids = doc["ids"]
         arguments = (LengthProbe(self._decode(ids[:1]), ids[:1]), LengthProbe(self._decode(ids[1:]), ids[1:]))
         return [Instance(request_type="loglikelihood", doc=doc, arguments=arguments, idx=0, **kwargs)]
