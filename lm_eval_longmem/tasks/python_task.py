@@ -42,3 +42,17 @@ class LongMemTask(ConfigurableTask):
         if wanted and not getattr(self, "_told_chat_template_ignored", False):
             self._told_chat_template_ignored = True
             logger.warning("%s ignores --apply_chat_template: %s", self.TASK_NAME, reason)
+
+    def override_metric(self, metric_name: str) -> None:
+        """lm-eval's `--predict_only` switches every task to the `bypass` metric: the samples are
+        logged and nothing is scored. Our tasks score in their own process_results, aggregation
+        and higher_is_better, so under `bypass` those step aside too."""
+        super().override_metric(metric_name)
+        if metric_name != "bypass":
+            return
+        from lm_eval.api.registry import get_metric, get_metric_aggregation, is_higher_better
+
+        metric = get_metric(metric_name)
+        self.process_results = lambda doc, results: {metric_name: metric(results)}
+        self.aggregation = lambda: {metric_name: get_metric_aggregation(metric_name)}
+        self.higher_is_better = lambda: {metric_name: is_higher_better(metric_name)}
