@@ -19,6 +19,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from lm_eval_longmem.models.attention.band_attention import band_attention, band_kernel_applies
 from lm_eval_longmem.models.attention.part_attention import PartRule, part_attention
+from lm_eval_longmem.models.rope.parameters import NotARopeModelError, rope_parameters
 from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
 
 ATTENTION_NAME = "longmem_part_attention"
@@ -79,12 +80,27 @@ def kernel_for(attn_implementation: str | None) -> str:
 def install(model, rule: PartRule, method_name: str):
     """Route every attention module of `model` through `rule`; returns the model."""
     register()
+    cap = getattr(model.config, "attn_logit_softcapping", None)
+    if cap:  # Gemma 2: cap * tanh(logits / cap) before the softmax, which the fused part kernels cannot apply
+        raise NotARopeModelError(
+            f"method={method_name}: this model soft-caps its attention logits (attn_logit_softcapping={cap:g}, "
+            "Gemma 2), which the two-part attention does not compute. Nearest working method: pi, ntk or yarn "
+            "(RoPE scaling), or streamingllm (bounded cache)."
+        )
+    rope_parameters(model.config, method_name, per_layer_type=False)  # Gemma 3: one table per layer type
     rotary = the_rotary_embedding(model, method_name)
     current = model.config._attn_implementation
     backend = getattr(model, "_longmem_attention_backend", None) or kernel_for(current)
-    attention_modules = [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "layer_idx")]
+    # q/k/v projected apart (Llama, Qwen, Gemma) or fused (Phi-3's qkv_proj): the module rotates and caches
+    # them itself; partial rotary (Phi-3) is followed by `rotate_by`, which turns only the rotary dims.
+    attention_modules = [
+        m for m in model.modules() if (hasattr(m, "q_proj") or hasattr(m, "qkv_proj")) and hasattr(m, "layer_idx")
+    ]
     if not attention_modules:
-        raise ValueError(f"method={method_name}: found no attention modules (with q_proj) in {type(model).__name__}.")
+        raise NotARopeModelError(
+            f"method={method_name}: found no attention modules (with q_proj or qkv_proj) in {type(model).__name__}. "
+            "Nearest working method: pi, ntk or yarn (RoPE scaling)."
+        )
     plan = AttentionPlan(rule=rule, backend=backend, rotary=rotary, method_name=method_name)
     for module in attention_modules:
         module.longmem_attention = plan

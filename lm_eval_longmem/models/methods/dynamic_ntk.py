@@ -22,7 +22,7 @@ from typing import Literal
 
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
-from lm_eval_longmem.models.rope.parameters import set_rope_type
+from lm_eval_longmem.models.rope.parameters import rope_parameters, set_rope_type
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
 from lm_eval_longmem.models.rope.rotation import rotary_embeddings, the_rotary_embedding
 
@@ -76,6 +76,8 @@ class DynamicNTK(RopeExtensionMethod):
     prefix_cache_reusable = False  # the base, hence every cached key, depends on the prompt's length
 
     def prepare_config(self, config) -> None:
+        # its length-dependent update rewrites one `inv_freq`; Gemma 3's rotary keeps one per layer type
+        rope_parameters(config, self.name, per_layer_type=False)
         original = self.original_length(config)
         if self.args.variant == "hf":
             # transformers reads C from max_position_embeddings; its `factor` plays the role of s

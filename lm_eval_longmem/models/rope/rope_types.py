@@ -21,7 +21,9 @@ LENGTH_SCALED_NTK = "longmem_ntk_length_scaled"
 
 def _static_ntk(config, device=None, seq_len=None, layer_type=None):
     params = config.rope_parameters
-    inv_freq = ntk_inv_freq(params["rope_theta"], rotary_dim(config), params["factor"])
+    if layer_type is not None:  # per-layer-type RoPE (Gemma 3): this layer type's own parameters
+        params = params[layer_type]
+    inv_freq = ntk_inv_freq(params["rope_theta"], rotary_dim(config, params), params["factor"])
     return inv_freq.to(device) if device is not None else inv_freq, 1.0
 
 

@@ -1,0 +1,58 @@
+"""Which decoder families each method runs on, and why not where it does not: the method x family
+table of `lm-eval-longmem methods NAME` and docs/methods/README.md. tests/methods/test_family_matrix.py
+checks it against what every method does on a tiny model of each family (it runs, or it refuses in
+one line naming a method that works), so the table cannot drift from the code.
+
+Families are transformers model types whose attention layout `models/runtime/attention_layout.py`
+describes; a cell is None (runs: ✔) or the short reason it refuses.
+"""
+
+from __future__ import annotations
+
+from lm_eval_longmem.models.runtime.attention_layout import FAMILIES as _LAYOUTS
+
+FAMILIES: tuple[str, ...] = tuple(_LAYOUTS)
+
+_PER_LAYER_ROPE = "per-layer-type RoPE (local layers own theta): one rotary table only"
+_SOFTCAP = "attention soft-capping: not in the two-part kernels"
+
+# Only the refusals: every other (method, family) runs.
+_REFUSED: dict[str, dict[str, str]] = {
+    "fox": {family: "runs FoX checkpoints only" for family in FAMILIES},
+    "dynamic_ntk": {"gemma3_text": _PER_LAYER_ROPE},
+    "self_extend": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
+    "lm_infinite": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
+    "longrope": {"gemma3_text": _PER_LAYER_ROPE},
+}
+# Cells that hold beyond ✔ (shown after the mark): what the method needs of a checkpoint of the family.
+NOTES: dict[tuple[str, str], str] = {
+    **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
+    **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3")},
+    **{("kvpress", family): "kvpress's own support" for family in FAMILIES if family != "llama"},
+}
+
+
+def support(method: str, family: str) -> str | None:
+    """None when `method` runs on `family`, else the reason it refuses (KeyError: not in the table)."""
+    if family not in FAMILIES:
+        raise KeyError(f"{family!r} is not among the families {FAMILIES}")
+    from lm_eval_longmem.models.method_registry import available_methods
+
+    if method not in available_methods():
+        raise KeyError(f"{method!r} is not a method")
+    return _REFUSED.get(method, {}).get(family)
+
+
+def cell(method: str, family: str) -> str:
+    """The table's cell: ✔ (with a note), or the reason."""
+    why = support(method, family)
+    if why is not None:
+        return why
+    note = NOTES.get((method, family))
+    return f"✔ ({note})" if note else "✔"
+
+
+def markdown_table(methods: list[str]) -> str:
+    lines = ["| method | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
+    lines += [f"| `{m}` | " + " | ".join(cell(m, f) for f in FAMILIES) + " |" for m in methods]
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""Every method on a tiny random model of every decoder family (issue 39): it scores, or it refuses
+in one line that names the reason and a method that works, exactly where the family table
+(`models/method_registry/family_support.py`, the table in docs/methods) says so.
+
+* acting: the method's TINY_ARGUMENTS row (test_method_matrix.py) scores a finite log-likelihood;
+* neutral: arguments under which the method must not change anything on a 44-token input (budget
+  and windows above it, factor 1) score as vanilla on the same checkpoint;
+* cached generation: a few greedy tokens equal those recomputed from scratch, token by token.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from lm_eval.api.instance import Instance
+
+from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+from lm_eval_longmem.models.method_registry import available_methods
+from lm_eval_longmem.models.method_registry.family_support import FAMILIES, support
+from tests.helpers.tiny_families import build_family_model, with_longrope_factors
+from tests.methods.test_method_matrix import CONTEXT, TINY_ARGUMENTS, model_args_text, score
+
+# Methods this file leaves to others: fox runs FoX checkpoints only (its own architecture, refused on
+# every family here before loading), kvpress needs its own environment (tests/methods/test_kvpress.py).
+ELSEWHERE = {"fox", "kvpress"}
+METHODS = [name for name in available_methods() if name not in ELSEWHERE]
+
+NEUTRAL: dict[str, dict] = {
+    "vanilla": {},
+    "pi": {"factor": 1},
+    "ntk": {"factor": 1},
+    "yarn": {"factor": 1},
+    "llama3": {"factor": 1},
+    "dynamic_ntk": {"original_length": 64},  # the input (44) is shorter than C: the base stays
+    "longrope": {},  # the checkpoint's own factors, which vanilla applies too
+    "self_extend": {"window": 60, "group": 2},  # every key within the neighbour window
+    "lm_infinite": {"global_tokens": 2, "local_window": 64},
+    "statedclm": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
+    "streamingllm": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
+    "longcache": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
+    "infini": {"segment_length": 64},  # one segment: local attention only, the memory stays empty
+}
+SAME = 1e-5  # one computation in another order (test_method_matrix.py)
+
+
+@pytest.fixture(scope="module")
+def family_dirs(tiny_model_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("families")
+    return {family: build_family_model(family, root / family, tiny_model_dir) for family in FAMILIES}
+
+
+@pytest.fixture(scope="module")
+def longrope_dirs(family_dirs, tmp_path_factory):
+    """Each family's checkpoint with LongRoPE factors: longrope keeps a checkpoint's own (vanilla applies them)."""
+    root = tmp_path_factory.mktemp("families_longrope")
+    return {family: with_longrope_factors(path, root / family) for family, path in family_dirs.items()}
+
+
+@pytest.fixture
+def checkpoints(request, family_dirs, method):
+    return request.getfixturevalue("longrope_dirs") if method == "longrope" else family_dirs
+
+
+def run(directory, method: str, arguments: dict):
+    """(LongMemLM, None), or (None, the refusal) when building or scoring refuses."""
+    try:
+        text = model_args_text(directory, {"method": method, **arguments})
+        lm = LongMemLM.create_from_arg_string(text, {"device": "cpu", "batch_size": 1})
+        return lm, score(lm)[0]
+    except LongMemError as err:
+        return None, err
+
+
+def assert_refusal_matches_table(err, method: str, family: str):
+    why = support(method, family)
+    assert why is not None, f"method={method} refuses {family}, but the family table says it runs: {err}"
+    message = str(err)
+    assert "\n" not in message.strip(), f"a refusal is one line: {message!r}"
+    others = [name for name in available_methods() if name != method and name in message]
+    assert others, f"the refusal names no working method: {message!r}"
+
+
+def test_every_method_has_a_neutral_row():
+    assert sorted(set(METHODS) - set(NEUTRAL)) == []
+
+
+def test_the_table_covers_every_method_and_family():
+    for method in available_methods():
+        for family in FAMILIES:
+            support(method, family)  # a KeyError names the missing cell
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", METHODS)
+def test_scores_or_refuses_in_one_line(checkpoints, family, method):
+    lm, result = run(checkpoints[family], method, TINY_ARGUMENTS[method])
+    if lm is None:
+        assert_refusal_matches_table(result, method, family)
+        return
+    assert support(method, family) is None, f"method={method} runs on {family}; the table says: {support(method, family)}"
+    assert math.isfinite(result) and result <= 0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", METHODS)
+def test_neutral_settings_score_as_vanilla(checkpoints, family, method):
+    _, vanilla = run(checkpoints[family], "vanilla", {})
+    lm, result = run(checkpoints[family], method, NEUTRAL[method])
+    if lm is None:
+        assert_refusal_matches_table(result, method, family)
+        return
+    assert result == pytest.approx(vanilla, abs=SAME)
+
+
+def greedy_by_recomputation(model, ids: list[int], steps: int) -> list[int]:
+    ids = list(ids)
+    for _ in range(steps):
+        with torch.no_grad():
+            ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
+    return ids[-steps:]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", ["statedclm", "streamingllm", "infini", "self_extend"])
+def test_cached_generation_equals_recomputation_at_neutral_settings(family_dirs, family, method):
+    lm, _ = run(family_dirs[family], method, NEUTRAL[method])
+    if lm is None:
+        pytest.skip(f"method={method} refuses {family} (checked above)")
+    request = {"until": ["\n\n"], "max_gen_toks": 4, "do_sample": False}
+    (text,) = lm.generate_until([Instance("generate_until", {}, (CONTEXT, request), 0)], disable_tqdm=True)
+    plain, _ = run(family_dirs[family], "vanilla", {})
+    ids = plain.tok_encode(CONTEXT)
+    expected = plain.tok_decode(greedy_by_recomputation(plain.model, ids, 4))
+    assert text.split() == expected.split()[: len(text.split())] and text.strip()
