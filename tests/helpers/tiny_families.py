@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 
+QK_GAIN = 12.0
 # Every family the method x family table covers, by transformers model_type.
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3")
 
@@ -31,7 +32,7 @@ EXTRA = {
     "gemma2": {
         "head_dim": 8,
         "query_pre_attn_scalar": 16,
-        "attn_logit_softcapping": 5.0,
+        "attn_logit_softcapping": 0.5,
         "final_logit_softcapping": 3.0,
         "sliding_window": 64,
         "layer_types": ["sliding_attention", "full_attention"],
@@ -59,10 +60,13 @@ def build_family_model(family: str, directory, tokenizer_dir, seed: int = 0):
     config = AutoConfig.for_model(family, vocab_size=len(tokenizer), **COMMON, **EXTRA[family])
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
-    with torch.no_grad():  # Gemma's RMSNorm weights start at 0 (scale 1 + w): move them so a mistake shows
+    with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if "norm" in name:
+            if "norm" in name:  # Gemma's RMSNorm weights start at 0 (scale 1 + w): move them so a mistake shows
                 parameter.add_(0.1 * torch.randn_like(parameter))
+            if any(part in name for part in ("q_proj", "k_proj", "qkv_proj")):
+                # logits of order 1 (random init gives ~1e-3), so positions, caps and scales change the scores
+                parameter.mul_(QK_GAIN)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory

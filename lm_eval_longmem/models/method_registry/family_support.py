@@ -13,12 +13,14 @@ from lm_eval_longmem.models.runtime.attention_layout import FAMILIES as _LAYOUTS
 
 FAMILIES: tuple[str, ...] = tuple(_LAYOUTS)
 
-_PER_LAYER_ROPE = "per-layer-type RoPE (local layers own theta): one rotary table only"
-_SOFTCAP = "attention soft-capping: not in the two-part kernels"
+_PER_LAYER_ROPE = "per-layer-type RoPE: reads one rotary table"
+_SOFTCAP = "attention soft-capping: not in its kernels"
+
+_WINDOWED = ("mistral", "gemma2", "gemma3_text")  # families whose checkpoints have sliding-window layers
 
 # Only the refusals: every other (method, family) runs.
 _REFUSED: dict[str, dict[str, str]] = {
-    "fox": {family: "runs FoX checkpoints only" for family in FAMILIES},
+    "fox": {family: "FoX checkpoints only" for family in FAMILIES},
     "dynamic_ntk": {"gemma3_text": _PER_LAYER_ROPE},
     "self_extend": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
     "lm_infinite": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
@@ -28,7 +30,12 @@ _REFUSED: dict[str, dict[str, str]] = {
 NOTES: dict[tuple[str, str], str] = {
     **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
     **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3")},
-    **{("kvpress", family): "kvpress's own support" for family in FAMILIES if family != "llama"},
+    # the family's sliding window is not applied: the cache budget (or the segment) bounds attention instead,
+    # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
+    **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},
+    **{("infini", f): "segment, not window" for f in _WINDOWED},
+    **{("kvpress", f): "kvpress's list; untested here" for f in FAMILIES if f not in ("llama", "gemma2")},
+    ("kvpress", "gemma2"): "not in kvpress's list: it warns",
 }
 
 
@@ -50,6 +57,11 @@ def cell(method: str, family: str) -> str:
         return why
     note = NOTES.get((method, family))
     return f"✔ ({note})" if note else "✔"
+
+
+def family_lines(method: str) -> list[str]:
+    """`lm-eval-longmem methods NAME`'s lines on the families `method` runs on."""
+    return [f"{family}: {cell(method, family)}" for family in FAMILIES]
 
 
 def markdown_table(methods: list[str]) -> str:

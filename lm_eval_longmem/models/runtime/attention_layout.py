@@ -95,9 +95,9 @@ def attention_layout(config, who: str = "this method") -> AttentionLayout:
     traits = FAMILIES.get(model_type)
     if traits is None:
         raise UnsupportedArchitectureError(
-            f"{who} runs the decoder families {', '.join(FAMILIES)}; this model is {model_type!r}, whose "
-            "attention layout it does not know. Nearest working method: a RoPE extension (pi, ntk, yarn) on a "
-            "RoPE model, or method=vanilla."
+            f"{who}: this model is {model_type!r}, whose attention layout is not described (known families: "
+            f"{', '.join(FAMILIES)}). Nearest working method: a RoPE extension (pi, ntk, yarn) on a RoPE model, "
+            "or method=vanilla."
         )
     num_layers = int(config.num_hidden_layers)
     window = getattr(config, "sliding_window", None)
