@@ -115,7 +115,9 @@ def test_scores_or_refuses_in_one_line(checkpoints, family, method):
     if lm is None:
         assert_refusal_matches_table(result, method, family)
         return
-    assert support(method, family) is None, f"method={method} runs on {family}; the table says: {support(method, family)}"
+    assert support(method, family) is None, (
+        f"method={method} runs on {family}; the table says: {support(method, family)}"
+    )
     assert math.isfinite(result) and result <= 0
 
 

@@ -25,9 +25,9 @@ def count_weighted_attention(q, k, v, bias, scale: float, softcap: float | None 
     """softmax(cap(q.k * scale) + bias) v for q [H, c, d], k/v [Hkv, n, d] (GQA: H multiple of Hkv); `cap` is
     Gemma 2's logit soft-capping, applied before the bias as its eager attention applies it before the mask."""
     if not softcap:
-        return F.scaled_dot_product_attention(
-            q[None], k[None], v[None], attn_mask=bias, scale=scale, enable_gqa=True
-        )[0]
+        return F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=bias, scale=scale, enable_gqa=True)[
+            0
+        ]
     weights = attention_probabilities(q, k, bias, scale, softcap).to(v.dtype)
     return weights @ v.repeat_interleave(q.shape[0] // v.shape[0], dim=0)
 
@@ -55,5 +55,7 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
         with torch.no_grad():
             # eq. 18: summed over every query of the chunk and every attention head of the layer
             # (with GQA each query head reads its group's KV head, so this sums over all groups).
-            received = attention_probabilities(queries.detach(), keys.detach(), bias, scale, softcap)[:, :, :W].sum(dim=(0, 1))
+            received = attention_probabilities(queries.detach(), keys.detach(), bias, scale, softcap)[:, :, :W].sum(
+                dim=(0, 1)
+            )
     return out, received

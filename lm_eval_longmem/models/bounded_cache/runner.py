@@ -100,7 +100,15 @@ class BoundedCacheRunner:
             joined = window.extend(k, v, cos, sin)
             self.widest_attention = max(self.widest_attention, len(joined))
             out, got = attend(
-                q, joined.rotated_keys(cos, sin), joined.values, window.log_counts, cos, sin, d.scaling, want_received, d.attn_softcap
+                q,
+                joined.rotated_keys(cos, sin),
+                joined.values,
+                window.log_counts,
+                cos,
+                sin,
+                d.scaling,
+                want_received,
+                d.attn_softcap,
             )
             x = d.mlp_block(layer, x + d.attention_output(layer, out))
             # what the cache becomes if nothing is removed: the joined window, when it is the whole cache

@@ -88,7 +88,16 @@ class SegmentRecurrence:
             q, k, v = d.project(layer, d.attention_input(layer, x))
             local = self.segment[layer]
             joined = local.extend(k, v, cos, sin)
-            heads, _ = attend(q, joined.rotated_keys(cos, sin), joined.values, local.log_counts, cos, sin, d.scaling, softcap=d.attn_softcap)
+            heads, _ = attend(
+                q,
+                joined.rotated_keys(cos, sin),
+                joined.values,
+                local.log_counts,
+                cos,
+                sin,
+                d.scaling,
+                softcap=d.attn_softcap,
+            )
             memory = self.memories[layer]
             if self.read_memory and not memory.is_empty:
                 heads = self.gates.mix(layer, memory.retrieve(q), heads)
