@@ -18,10 +18,10 @@ class NotARopeModelError(LongMemError, ValueError):
 
 # Per-layer-type RoPE (Gemma 3): a RoPE extension scales the global layers' RoPE and keeps the local
 # (sliding-window) layers' own, as Gemma 3's long-context checkpoints do: the Gemma 3 Technical Report
-# (arXiv:2503.19786, §2.3 / §5.3) raises the global layers' base to 1M and keeps the local layers' at
-# 10k, then interpolates positions by a factor 8 for 128K context; its released configs (e.g.
-# google/gemma-3-4b-it) carry rope_scaling {"rope_type": "linear", "factor": 8.0}, which transformers 5
-# applies to `rope_parameters["full_attention"]` only, with `rope_local_base_freq` for the local layers.
+# (arXiv:2503.19786, long context) raises the global layers' base to 1M, keeps the local layers' at 10k
+# and interpolates the global layers' positions (factor 8) for 128K; the released configs (e.g.
+# google/gemma-3-4b-it) carry rope_scaling {"rope_type": "linear", "factor": 8.0}, which transformers 5's
+# Gemma3TextConfig puts into `rope_parameters["full_attention"]` only (`rope_local_base_freq` for the local).
 GLOBAL_LAYER_TYPE = "full_attention"
 
 
