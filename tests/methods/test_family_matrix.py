@@ -20,13 +20,18 @@ from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.models.method_registry import available_methods
 from lm_eval_longmem.models.method_registry.family_support import FAMILIES, support
+from tests.helpers.markers import requires_kvpress
 from tests.helpers.tiny_families import build_family_model, with_longrope_factors
 from tests.methods.test_method_matrix import CONTEXT, TINY_ARGUMENTS, model_args_text, score
 
-# Methods this file leaves to others: fox runs FoX checkpoints only (its own architecture, refused on
-# every family here before loading), kvpress needs its own environment (tests/methods/test_kvpress.py).
-ELSEWHERE = {"fox", "kvpress"}
-METHODS = [name for name in available_methods() if name not in ELSEWHERE]
+# fox runs FoX checkpoints only (its own architecture: refused on every family here, before loading;
+# tests/methods/test_method_matrix.py runs it). kvpress runs where its extra is installed (.venv-kvpress).
+ELSEWHERE = {"fox"}
+METHODS = [
+    pytest.param(name, marks=requires_kvpress if name == "kvpress" else ())
+    for name in available_methods()
+    if name not in ELSEWHERE
+]
 
 NEUTRAL: dict[str, dict] = {
     "vanilla": {},
@@ -42,6 +47,7 @@ NEUTRAL: dict[str, dict] = {
     "streamingllm": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
     "longcache": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
     "infini": {"segment_length": 64},  # one segment: local attention only, the memory stays empty
+    "kvpress": {"press": "knorm", "compression_ratio": 0.0},  # nothing pressed
 }
 SAME = 1e-5  # one computation in another order (test_method_matrix.py)
 
@@ -99,7 +105,7 @@ def assert_refusal_matches_table(err, method: str, family: str):
 
 
 def test_every_method_has_a_neutral_row():
-    assert sorted(set(METHODS) - set(NEUTRAL)) == []
+    assert sorted(set(available_methods()) - ELSEWHERE - set(NEUTRAL)) == []
 
 
 def test_the_table_names_only_methods_that_exist():

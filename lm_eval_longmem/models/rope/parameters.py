@@ -26,7 +26,10 @@ GLOBAL_LAYER_TYPE = "full_attention"
 
 
 def _nested(config, params) -> bool:
-    return bool(hasattr(config, "nested_rope_parameter_keys") and config.nested_rope_parameter_keys(params))
+    if hasattr(config, "nested_rope_parameter_keys"):
+        return bool(config.nested_rope_parameter_keys(params))
+    # transformers before 5.3 has no such method: a dict of dicts keyed by layer type
+    return isinstance(params, dict) and isinstance(params.get(GLOBAL_LAYER_TYPE), dict)
 
 
 def rope_parameters(config, method_name: str, per_layer_type: bool = True) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class FamilyTraits:
     qk_norm: bool = False  # per-head q_norm/k_norm before RoPE
     sandwich_norms: bool = False  # post_attention_layernorm on the attention output; pre/post MLP norms
     rope_per_layer_type: bool = False  # rotary_emb(x, positions, layer_type); rope_parameters per type
+    scaled_embedding: bool = False  # embeddings times sqrt(hidden_size) (in embed_tokens, or in the model's forward)
 
 
 FAMILIES: dict[str, FamilyTraits] = {
@@ -43,8 +44,8 @@ FAMILIES: dict[str, FamilyTraits] = {
     "qwen2": FamilyTraits(),
     "qwen3": FamilyTraits(qk_norm=True),
     "phi3": FamilyTraits(fused_qkv=True),
-    "gemma2": FamilyTraits(sandwich_norms=True),
-    "gemma3_text": FamilyTraits(qk_norm=True, sandwich_norms=True, rope_per_layer_type=True),
+    "gemma2": FamilyTraits(sandwich_norms=True, scaled_embedding=True),
+    "gemma3_text": FamilyTraits(qk_norm=True, sandwich_norms=True, rope_per_layer_type=True, scaled_embedding=True),
 }
 
 
@@ -89,6 +90,14 @@ def _rotary_fraction(config) -> float:
     return float(getattr(config, "partial_rotary_factor", None) or 1.0)
 
 
+def _applied_softcap(config) -> float | None:
+    """The attention soft-cap the model's own attention applies: transformers before 5.3 ran Gemma 2 under
+    SDPA, which silently drops the cap (since 5.3 SDPA refuses it and Gemma 2 loads eager), so a method
+    that must score as the loaded model does drops it there too."""
+    cap = getattr(config, "attn_logit_softcapping", None) or None
+    return None if getattr(config, "_attn_implementation", None) == "sdpa" else cap
+
+
 def attention_layout(config, who: str = "this method") -> AttentionLayout:
     """The layout of `config`'s family; UnsupportedArchitectureError (one line) when it has none."""
     model_type = getattr(config, "model_type", None)
@@ -111,7 +120,7 @@ def attention_layout(config, who: str = "this method") -> AttentionLayout:
         traits=traits,
         num_layers=num_layers,
         rotary_fraction=_rotary_fraction(config),
-        attn_softcap=getattr(config, "attn_logit_softcapping", None) or None,
+        attn_softcap=_applied_softcap(config),
         final_softcap=getattr(config, "final_logit_softcapping", None) or None,
         sliding_window=window or None,
         layer_types=types,

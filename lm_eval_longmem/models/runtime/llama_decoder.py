@@ -66,7 +66,11 @@ class Decoder:
         return self.body.embed_tokens.weight.dtype
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.body.embed_tokens(ids)
+        x = self.body.embed_tokens(ids)
+        if self.layout.traits.scaled_embedding and not hasattr(self.body.embed_tokens, "embed_scale"):
+            # Gemma before transformers 5.3 scales in the model's forward, by sqrt(hidden) cast to the dtype
+            x = x * torch.tensor(self.hidden_size**0.5, dtype=x.dtype)
+        return x
 
     def rope(self, num_positions: int, like: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer, cos and sin [n, r] for positions 0..n-1 from the model's own rotary module (any rope
