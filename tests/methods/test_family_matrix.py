@@ -174,3 +174,23 @@ def test_the_docs_table_is_the_code_table():
     assert markdown_table(list(available_methods())) in docs, (
         "docs/model.md's '## Model families' table differs from family_support.markdown_table(): paste its output"
     )
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", METHODS)
+def test_a_model_object_scores_as_its_path(checkpoints, family, method):
+    """`pretrained=<loaded model>` (the Python API) does what the path does: the same score, or a refusal."""
+    from transformers import AutoModelForCausalLM
+
+    by_path, path_score = run(checkpoints[family], method, TINY_ARGUMENTS[method])
+    model = AutoModelForCausalLM.from_pretrained(str(checkpoints[family]))
+    try:
+        args = {"pretrained": model, "method": method, **TINY_ARGUMENTS[method]}
+        by_object = LongMemLM.create_from_arg_obj(args, {"device": "cpu", "batch_size": 1})
+        object_score = score(by_object)[0]
+    except LongMemError as err:
+        assert by_path is None, f"method={method} runs on a {family} path but refuses the object: {err}"
+        assert_refusal_matches_table(err, method, family)
+        return
+    assert by_path is not None, f"method={method} refuses a {family} path ({path_score}) but runs on the object"
+    assert object_score == pytest.approx(path_score, abs=1e-6)
