@@ -194,3 +194,25 @@ def test_a_model_object_scores_as_its_path(checkpoints, family, method):
         return
     assert by_path is not None, f"method={method} refuses a {family} path ({path_score}) but runs on the object"
     assert object_score == pytest.approx(path_score, abs=1e-6)
+
+
+def test_methods_name_lists_the_families(capsys):
+    """`lm-eval-longmem methods NAME` prints the method's column of the family table."""
+    from lm_eval_longmem.cli import methods as methods_command
+
+    assert methods_command.main(["self_extend"]) == 0
+    out = capsys.readouterr().out
+    assert "model families" in out
+    for family in FAMILIES:
+        assert f"{family}: " in out
+    assert "phi3: ✔" in out and "gemma2: attention soft-capping" in out
+
+
+def test_gemma3_rope_extensions_scale_the_global_layers_only(family_dirs):
+    """pi with factor 2 halves the global layers' frequencies and leaves the local layers' as they were."""
+    vanilla = LongMemLM.create_from_arg_string(model_args_text(family_dirs["gemma3_text"], {}), {"device": "cpu"})
+    text = model_args_text(family_dirs["gemma3_text"], {"method": "pi", "factor": 2})
+    pi = LongMemLM.create_from_arg_string(text, {"device": "cpu", "batch_size": 1})
+    before, after = vanilla.model.model.rotary_emb, pi.model.model.rotary_emb
+    assert torch.equal(after.sliding_attention_inv_freq, before.sliding_attention_inv_freq)
+    assert torch.allclose(after.full_attention_inv_freq, before.full_attention_inv_freq / 2)
