@@ -216,3 +216,40 @@ def test_gemma3_rope_extensions_scale_the_global_layers_only(family_dirs):
     before, after = vanilla.model.model.rotary_emb, pi.model.model.rotary_emb
     assert torch.equal(after.sliding_attention_inv_freq, before.sliding_attention_inv_freq)
     assert torch.allclose(after.full_attention_inv_freq, before.full_attention_inv_freq / 2)
+
+
+@pytest.mark.parametrize("method", ["self_extend", "lm_infinite"])
+def test_gemma3_local_layers_keep_their_sliding_window(family_dirs, method):
+    """On Gemma 3 the two-part rule runs on the global layers; the local layers keep their own attention,
+    here with a window (16) the 44-token input passes, so it binds: neutral settings still score as vanilla."""
+    directory = family_dirs["gemma3_text"]
+    _, vanilla = run(directory, "vanilla", {"sliding_window": 16})
+    _, wide = run(directory, "vanilla", {})
+    lm, result = run(directory, method, {**NEUTRAL[method], "sliding_window": 16})
+    assert lm is not None and abs(vanilla - wide) > 1e-3  # the window changes the model
+    assert result == pytest.approx(vanilla, abs=SAME)
+
+
+@pytest.mark.parametrize("family", ["phi3", "gemma3_text"])
+@pytest.mark.parametrize("method", ["self_extend", "lm_infinite"])
+def test_acting_two_part_attention_decodes_as_it_recomputes(family_dirs, family, method):
+    """With the rule acting (grouping, masking past 16 tokens), transformers' cached decoding through the
+    two-part attention gives each step's logits as a full forward of the sequence does."""
+    lm, _ = run(family_dirs[family], method, TINY_ARGUMENTS[method])
+    prompt = torch.tensor([lm.tok_encode(CONTEXT)])
+    with torch.no_grad():
+        out = lm.model.generate(
+            prompt, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True
+        )
+        full = lm.model(out.sequences).logits
+    for step, step_logits in enumerate(out.logits):
+        assert torch.allclose(step_logits, full[:, prompt.shape[1] - 1 + step], atol=1e-4), step
+
+
+def test_gemma3_two_part_attention_reads_the_global_table_on_global_layers_only(family_dirs):
+    lm, _ = run(family_dirs["gemma3_text"], "self_extend", TINY_ARGUMENTS["self_extend"])
+    plans = [layer.self_attn.longmem_attention for layer in lm.model.model.layers]
+    kinds = lm.model.config.layer_types
+    assert [plan.rule is None for plan in plans] == [kind == "sliding_attention" for kind in kinds]
+    rotary = lm.model.model.rotary_emb
+    assert all(plan.inv_freq is rotary.full_attention_inv_freq for plan in plans)

@@ -22,14 +22,14 @@ _WINDOWED = ("mistral", "gemma2", "gemma3_text")  # families whose checkpoints h
 _REFUSED: dict[str, dict[str, str]] = {
     "fox": {family: "FoX checkpoints only" for family in FAMILIES},
     "dynamic_ntk": {"gemma3_text": _PER_LAYER_ROPE},
-    "self_extend": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
-    "lm_infinite": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
+    "self_extend": {"gemma2": _SOFTCAP},
+    "lm_infinite": {"gemma2": _SOFTCAP},
     "longrope": {"gemma3_text": _PER_LAYER_ROPE},
 }
 # Cells that hold beyond ✔ (shown after the mark): what the method needs of a checkpoint of the family.
 NOTES: dict[tuple[str, str], str] = {
     **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
-    **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3")},
+    **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3", "self_extend", "lm_infinite")},
     # the family's sliding window is not applied: the cache budget (or the segment) bounds attention instead,
     # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
     **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},

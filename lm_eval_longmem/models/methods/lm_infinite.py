@@ -36,7 +36,7 @@ class LMInfinite(RopeExtensionMethod):
     Args = LMInfiniteArgs
 
     def prepare_config(self, config) -> None:
-        rope_parameters(config, self.name, per_layer_type=False)  # one rotary table: Gemma 3 refused
+        rope_parameters(config, self.name)  # Gemma 3: the global layers' (the rule runs there)
         self.original_length(config)
 
     def prepare_model(self, model):

@@ -25,7 +25,8 @@ class NotARopeModelError(LongMemError, ValueError):
 GLOBAL_LAYER_TYPE = "full_attention"
 
 
-def _nested(config, params) -> bool:
+def is_per_layer_type(config, params) -> bool:
+    """Whether `params` (a config's rope_parameters) hold one dict per layer type (Gemma 3)."""
     if hasattr(config, "nested_rope_parameter_keys"):
         return bool(config.nested_rope_parameter_keys(params))
     # transformers before 5.3 has no such method: a dict of dicts keyed by layer type
@@ -46,7 +47,7 @@ def rope_parameters(config, method_name: str, per_layer_type: bool = True) -> di
     if hasattr(config, "standardize_rope_params"):
         config.standardize_rope_params()
     params = config.rope_parameters
-    if _nested(config, params):
+    if is_per_layer_type(config, params):
         if not per_layer_type or not isinstance(params.get(GLOBAL_LAYER_TYPE), dict):
             raise NotARopeModelError(
                 f"method={method_name}: this model has per-layer-type RoPE ({sorted(params)}: local layers with "
@@ -75,7 +76,7 @@ def set_rope_type(config, method_name: str, rope_type: str, **fields) -> dict[st
     old = rope_parameters(config, method_name)
     kept = {k: old[k] for k in ("rope_theta", "partial_rotary_factor") if old.get(k) is not None}
     new = {**kept, "rope_type": rope_type, **{k: v for k, v in fields.items() if v is not None}}
-    if _nested(config, config.rope_parameters):  # the global layers only; the local ones keep theirs
+    if is_per_layer_type(config, config.rope_parameters):  # the global layers only; the local ones keep theirs
         config.rope_parameters = {**config.rope_parameters, GLOBAL_LAYER_TYPE: new}
     else:
         config.rope_parameters = new
