@@ -253,3 +253,16 @@ def test_gemma3_two_part_attention_reads_the_global_table_on_global_layers_only(
     assert [plan.rule is None for plan in plans] == [kind == "sliding_attention" for kind in kinds]
     rotary = lm.model.model.rotary_emb
     assert all(plan.inv_freq is rotary.full_attention_inv_freq for plan in plans)
+
+
+def test_gemma3_dynamic_ntk_follows_the_length_on_the_global_layers_only(family_dirs):
+    """Frozen dynamic NTK past C (original_length 32 < the 44-token input): the global table takes the
+    scaled base for the input's length, the local table stays; transformers' own `dynamic` is refused."""
+    directory = family_dirs["gemma3_text"]
+    vanilla, _ = run(directory, "vanilla", {})
+    lm, _ = run(directory, "dynamic_ntk", TINY_ARGUMENTS["dynamic_ntk"])
+    before, after = vanilla.model.model.rotary_emb, lm.model.model.rotary_emb
+    assert torch.equal(after.sliding_attention_inv_freq, before.sliding_attention_inv_freq)
+    assert after.full_attention_inv_freq[-1] < before.full_attention_inv_freq[-1]  # a larger base
+    refused, err = run(directory, "dynamic_ntk", {"variant": "hf"})
+    assert refused is None and "per-layer-type RoPE" in str(err)

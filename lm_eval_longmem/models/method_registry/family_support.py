@@ -21,7 +21,6 @@ _WINDOWED = ("mistral", "gemma2", "gemma3_text")  # families whose checkpoints h
 # Only the refusals: every other (method, family) runs.
 _REFUSED: dict[str, dict[str, str]] = {
     "fox": {family: "FoX checkpoints only" for family in FAMILIES},
-    "dynamic_ntk": {"gemma3_text": _PER_LAYER_ROPE},
     "self_extend": {"gemma2": _SOFTCAP},
     "lm_infinite": {"gemma2": _SOFTCAP},
     "longrope": {"gemma3_text": _PER_LAYER_ROPE},
@@ -30,6 +29,7 @@ _REFUSED: dict[str, dict[str, str]] = {
 NOTES: dict[tuple[str, str], str] = {
     **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
     **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3", "self_extend", "lm_infinite")},
+    ("dynamic_ntk", "gemma3_text"): "global layers; variant=hf refused",
     # the family's sliding window is not applied: the cache budget (or the segment) bounds attention instead,
     # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
     **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},
