@@ -16,7 +16,7 @@ FAMILIES: tuple[str, ...] = tuple(_LAYOUTS)
 _PER_LAYER_ROPE = "per-layer-type RoPE: reads one rotary table"
 _SOFTCAP = "attention soft-capping: not in its kernels"
 
-_WINDOWED = ("mistral", "gemma2", "gemma3_text")  # families whose checkpoints have sliding-window layers
+_WINDOWED = ("mistral", "phi3", "gemma2", "gemma3_text")  # sliding-window checkpoints (Phi-3-mini-4k: 2047)
 
 # Only the refusals: every other (method, family) runs.
 _REFUSED: dict[str, dict[str, str]] = {
