@@ -4,6 +4,8 @@ cached generation against full recomputation, and the raised max_length."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -332,13 +334,18 @@ def test_checkpoint_records_its_method(tiny_model_dir, tmp_path):
 # --- other Llama-style families --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=["mistral", "qwen2", "qwen3"])
+@pytest.fixture(scope="module", params=["mistral", "qwen2", "qwen3", "phi3"])
 def family_model_dir(request, tmp_path_factory):
-    from transformers import AutoModelForCausalLM, MistralConfig, Qwen2Config, Qwen3Config
+    from transformers import AutoModelForCausalLM, MistralConfig, Phi3Config, Qwen2Config, Qwen3Config
 
-    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[request.param]
+    config_cls = {"mistral": MistralConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config, "phi3": Phi3Config}[
+        request.param
+    ]
+    # Phi-3: fused qkv_proj and partial rotary (half of each head rotates), as Phi-3.5/Phi-4-mini ship it
+    extra = {"partial_rotary_factor": 0.5, "sliding_window": None, "pad_token_id": 0} if request.param == "phi3" else {}
     torch.manual_seed(0)
     config = config_cls(
+        **extra,
         vocab_size=64,
         hidden_size=32,
         intermediate_size=48,
@@ -373,3 +380,27 @@ def test_other_families_cached_generation_equals_full_recomputation(family_model
         full = model(out.sequences).logits
     for step, step_logits in enumerate(out.logits):
         assert torch.allclose(step_logits, full[:, 29 + step], atol=1e-4), step
+
+
+def rotate_partial(x, pos, inv_freq):
+    """RoPE on the first 2 * len(inv_freq) dims only (Phi-3's partial rotary), written out."""
+    rot = 2 * inv_freq.shape[0]
+    angle = pos.double()[..., None] * inv_freq.double()
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2, rest = x[..., : rot // 2].double(), x[..., rot // 2 : rot].double(), x[..., rot:].double()
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest), dim=-1)
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "eager"])
+@pytest.mark.parametrize("rule, distance_of", RULES, ids=RULE_IDS)
+def test_part_attention_with_partial_rotary_matches_per_pair_reference(rule, distance_of, backend, monkeypatch):
+    """Half of each head rotates (inv_freq has HEAD_DIM / 4 entries): the parts re-rotate only those dims."""
+    monkeypatch.setattr(sys.modules[__name__], "rotate", rotate_partial)  # the reference rotates as Phi-3 does
+    length, scaling = 23, HEAD_DIM**-0.5
+    inv_freq = 1.0 / (100.0 ** (torch.arange(0, HEAD_DIM // 2, 2).float() / (HEAD_DIM // 2)))
+    q_raw, k_raw, v = random_qkv(length, seed=4)
+    pos = torch.arange(length)[None]
+    q, k = rotate_partial(q_raw, pos, inv_freq).float(), rotate_partial(k_raw, pos, inv_freq).float()
+    ours = part_attention(rule, q, k, v, None, scaling, pos, inv_freq, backend)
+    expected = reference_attention(q_raw, k_raw, v, distance_of, scaling, inv_freq)
+    assert torch.allclose(ours.double(), expected, atol=1e-5), (ours.double() - expected).abs().max()

@@ -91,7 +91,7 @@ def test_unsupported_architectures_are_refused():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32))
-    with pytest.raises(UnsupportedArchitectureError, match="Llama-family"):
+    with pytest.raises(UnsupportedArchitectureError, match="whose attention layout is not described"):
         build_method("statedclm", {}).prepare_model(model)
 
 

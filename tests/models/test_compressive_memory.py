@@ -317,7 +317,7 @@ def test_non_llama_models_are_refused():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=32))
-    with pytest.raises(UnsupportedArchitectureError, match=r"method=infini \(Infini-attention\) run Llama-family"):
+    with pytest.raises(UnsupportedArchitectureError, match=r"method=infini \(Infini-attention\): this model is 'gpt2'"):
         build_method("infini", {"segment_length": 16}).prepare_model(model)
 
 

@@ -14,11 +14,18 @@ import logging
 from dataclasses import dataclass
 
 import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from lm_eval_longmem.models.attention.band_attention import band_attention, band_kernel_applies
 from lm_eval_longmem.models.attention.part_attention import PartRule, part_attention
+from lm_eval_longmem.models.rope.parameters import (
+    GLOBAL_LAYER_TYPE,
+    NotARopeModelError,
+    is_per_layer_type,
+    rope_parameters,
+)
 from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
 
 ATTENTION_NAME = "longmem_part_attention"
@@ -27,10 +34,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class AttentionPlan:
-    rule: PartRule
+    rule: PartRule | None  # None: the layer keeps the model's own attention (Gemma 3's sliding-window layers)
     backend: str  # "sdpa" or "eager": how each block of the parts is computed
-    rotary: torch.nn.Module  # read `inv_freq` at call time (it follows .to(device))
+    rotary: torch.nn.Module  # read its frequencies at call time (they follow .to(device))
     method_name: str
+    inv_freq_name: str = "inv_freq"  # Gemma 3: "full_attention_inv_freq", the global layers' table
+
+    @property
+    def inv_freq(self) -> torch.Tensor:
+        return getattr(self.rotary, self.inv_freq_name)
 
 
 # dropout before scaling, in transformers' own order (sdpa/eager attention forwards): kvpress wraps every
@@ -44,14 +56,16 @@ def longmem_part_attention_forward(module, query, key, value, attention_mask, dr
         )
     if dropout:
         raise ValueError(f"method={plan.method_name} is an inference-time method: attention dropout is not supported.")
+    if plan.rule is None:  # a local layer: its own sliding-window attention, from the mask transformers built
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     position_ids = kwargs.get("position_ids")
     if plan.backend == "sdpa" and band_kernel_applies(query, attention_mask):
-        output = band_attention(plan.rule, query, key, value, scaling, position_ids, plan.rotary.inv_freq)
+        output = band_attention(plan.rule, query, key, value, scaling, position_ids, plan.inv_freq)
     else:
         output = part_attention(
-            plan.rule, query, key, value, attention_mask, scaling, position_ids, plan.rotary.inv_freq, plan.backend
+            plan.rule, query, key, value, attention_mask, scaling, position_ids, plan.inv_freq, plan.backend
         )
     return output, None
 
@@ -79,15 +93,48 @@ def kernel_for(attn_implementation: str | None) -> str:
 def install(model, rule: PartRule, method_name: str):
     """Route every attention module of `model` through `rule`; returns the model."""
     register()
-    rotary = the_rotary_embedding(model, method_name)
+    cap = getattr(model.config, "attn_logit_softcapping", None)
+    if cap:  # Gemma 2: cap * tanh(logits / cap) before the softmax, which the fused part kernels cannot apply
+        raise NotARopeModelError(
+            f"method={method_name}: this model soft-caps its attention logits (attn_logit_softcapping={cap:g}, "
+            "Gemma 2), which the two-part attention does not compute. Nearest working method: pi, ntk or yarn "
+            "(RoPE scaling), or streamingllm (bounded cache)."
+        )
+    config = model.config
+    rope_parameters(config, method_name)  # a clear error for a model without RoPE
+    per_layer_type = is_per_layer_type(config, config.rope_parameters)
+    if per_layer_type:
+        # Gemma 3: the rule runs on the global layers with their own table; the local (sliding-window)
+        # layers keep their attention, whose distances never pass their window (1024 in the releases).
+        inv_freq_name = f"{GLOBAL_LAYER_TYPE}_inv_freq"
+        found = [m for m in model.modules() if isinstance(getattr(m, inv_freq_name, None), torch.Tensor)]
+        if len(found) != 1:
+            raise NotARopeModelError(
+                f"method={method_name}: expected one rotary embedding with {inv_freq_name} in {type(model).__name__}, "
+                f"found {len(found)}. Nearest working method: pi, ntk or yarn (they scale the global layers)."
+            )
+        rotary = found[0]
+    else:
+        inv_freq_name = "inv_freq"
+        rotary = the_rotary_embedding(model, method_name)
     current = model.config._attn_implementation
     backend = getattr(model, "_longmem_attention_backend", None) or kernel_for(current)
-    attention_modules = [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "layer_idx")]
+    # q/k/v projected apart (Llama, Qwen, Gemma) or fused (Phi-3's qkv_proj): the module rotates and caches
+    # them itself; partial rotary (Phi-3) is followed by `rotate_by`, which turns only the rotary dims.
+    attention_modules = [
+        m for m in model.modules() if (hasattr(m, "q_proj") or hasattr(m, "qkv_proj")) and hasattr(m, "layer_idx")
+    ]
     if not attention_modules:
-        raise ValueError(f"method={method_name}: found no attention modules (with q_proj) in {type(model).__name__}.")
-    plan = AttentionPlan(rule=rule, backend=backend, rotary=rotary, method_name=method_name)
+        raise NotARopeModelError(
+            f"method={method_name}: found no attention modules (with q_proj or qkv_proj) in {type(model).__name__}. "
+            "Nearest working method: pi, ntk or yarn (RoPE scaling)."
+        )
+    plan = AttentionPlan(rule, backend, rotary, method_name, inv_freq_name)
+    local = AttentionPlan(None, backend, rotary, method_name, inv_freq_name)
+    layer_types = getattr(config, "layer_types", None) or []
     for module in attention_modules:
-        module.longmem_attention = plan
+        is_local = per_layer_type and layer_types[module.layer_idx] != GLOBAL_LAYER_TYPE
+        module.longmem_attention = local if is_local else plan
     model._longmem_attention_backend = backend
     model.set_attn_implementation(ATTENTION_NAME)
     return model

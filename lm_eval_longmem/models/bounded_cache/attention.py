@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.models.runtime.llama_decoder import rotate
+from lm_eval_longmem.models.runtime.llama_decoder import rotate, soft_cap
 
 
 def logit_bias(log_counts: torch.Tensor, chunk_len: int, dtype: torch.dtype) -> torch.Tensor:
@@ -21,19 +21,25 @@ def logit_bias(log_counts: torch.Tensor, chunk_len: int, dtype: torch.dtype) -> 
     return torch.cat([window, causal], dim=1)
 
 
-def count_weighted_attention(q, k, v, bias, scale: float) -> torch.Tensor:
-    """softmax(q.k * scale + bias) v for q [H, c, d], k/v [Hkv, n, d] (GQA: H multiple of Hkv)."""
-    return F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=bias, scale=scale, enable_gqa=True)[0]
+def count_weighted_attention(q, k, v, bias, scale: float, softcap: float | None = None) -> torch.Tensor:
+    """softmax(cap(q.k * scale) + bias) v for q [H, c, d], k/v [Hkv, n, d] (GQA: H multiple of Hkv); `cap` is
+    Gemma 2's logit soft-capping, applied before the bias as its eager attention applies it before the mask."""
+    if not softcap:
+        return F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=bias, scale=scale, enable_gqa=True)[
+            0
+        ]
+    weights = attention_probabilities(q, k, bias, scale, softcap).to(v.dtype)
+    return weights @ v.repeat_interleave(q.shape[0] // v.shape[0], dim=0)
 
 
-def attention_probabilities(q, k, bias, scale: float) -> torch.Tensor:
+def attention_probabilities(q, k, bias, scale: float, softcap: float | None = None) -> torch.Tensor:
     """The weights of `count_weighted_attention`, [H, c, n] (for the attention each entry receives)."""
     groups = q.shape[0] // k.shape[0]
     k = k.repeat_interleave(groups, dim=0)
-    return torch.softmax((q @ k.transpose(1, 2)).float() * scale + bias.float(), dim=-1)
+    return torch.softmax(soft_cap((q @ k.transpose(1, 2)).float() * scale, softcap) + bias.float(), dim=-1)
 
 
-def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False):
+def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False, softcap=None):
     """Attention output [H, c, d] and, if asked, the attention each window entry received [W].
 
     q [H, c, d] is the chunk's queries, pre-RoPE; keys (already rotated at positions 0..W+c-1)
@@ -43,11 +49,13 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
     W = keys.shape[1] - c
     queries = rotate(q, cos[W : W + c], sin[W : W + c])
     bias = logit_bias(window_log_counts, c, queries.dtype)
-    out = count_weighted_attention(queries, keys, values, bias, scale)
+    out = count_weighted_attention(queries, keys, values, bias, scale, softcap)
     received = None
     if want_received:
         with torch.no_grad():
             # eq. 18: summed over every query of the chunk and every attention head of the layer
             # (with GQA each query head reads its group's KV head, so this sums over all groups).
-            received = attention_probabilities(queries.detach(), keys.detach(), bias, scale)[:, :, :W].sum(dim=(0, 1))
+            received = attention_probabilities(queries.detach(), keys.detach(), bias, scale, softcap)[:, :, :W].sum(
+                dim=(0, 1)
+            )
     return out, received

@@ -39,7 +39,7 @@ class BoundedCacheRunner:
         self.tokens_seen = 0
         self.widest_attention = 0  # most keys one query has attended to (budget checks)
         self.shrinks = 0
-        self._cos = self._sin = None
+        self._tables = None  # per layer (cos, sin), from the decoder's rotary embedding
 
     def __len__(self) -> int:
         return len(self.caches[0])
@@ -81,25 +81,34 @@ class BoundedCacheRunner:
 
     # --- the loop ----------------------------------------------------------------------------
     def _rope(self, n: int, like: torch.Tensor):
-        if self._cos is None or self._cos.shape[0] < n:
-            size = max(n, 2 * (self._cos.shape[0] if self._cos is not None else 0), 256)
-            self._cos, self._sin = self.decoder.rope(size, like)
-        return self._cos, self._sin
+        have = self._tables[0][0].shape[0] if self._tables is not None else 0
+        if have < n:
+            self._tables = self.decoder.rope(max(n, 2 * have, 256), like)
+        return self._tables
 
     def _forward(self, ids: list[int], want_received: bool):
         d = self.decoder
         c = len(ids)
         x = d.embed(torch.tensor(ids, device=d.device))
-        cos, sin = self._rope(len(self) + c, x)
+        tables = self._rope(len(self) + c, x)
         new_kv, received = [], []
         for layer in range(d.num_layers):
+            cos, sin = tables[layer]
             q, k, v = d.project(layer, d.attention_input(layer, x))
             cache = self.caches[layer]
             window = self.policy.window(layer, cache, q)
             joined = window.extend(k, v, cos, sin)
             self.widest_attention = max(self.widest_attention, len(joined))
             out, got = attend(
-                q, joined.rotated_keys(cos, sin), joined.values, window.log_counts, cos, sin, d.scaling, want_received
+                q,
+                joined.rotated_keys(cos, sin),
+                joined.values,
+                window.log_counts,
+                cos,
+                sin,
+                d.scaling,
+                want_received,
+                d.attn_softcap,
             )
             x = d.mlp_block(layer, x + d.attention_output(layer, out))
             # what the cache becomes if nothing is removed: the joined window, when it is the whole cache

@@ -48,7 +48,7 @@ class SegmentRecurrence:
         self.segment = self._empty_segment()
         self.tokens_seen = 0
         self.segments_folded = 0
-        self._cos = self._sin = None
+        self._tables = None  # per layer (cos, sin), from the decoder's rotary embedding
 
     @property
     def segment_fill(self) -> int:
@@ -75,19 +75,29 @@ class SegmentRecurrence:
         return [LayerCache.empty(d.num_kv_heads, d.head_dim, d.dtype, d.device) for _ in range(d.num_layers)]
 
     def _rope(self, like: torch.Tensor):
-        if self._cos is None:
-            self._cos, self._sin = self.decoder.rope(self.segment_length, like)
-        return self._cos, self._sin
+        if self._tables is None:
+            self._tables = self.decoder.rope(self.segment_length, like)
+        return self._tables
 
     def _forward(self, ids: list[int]) -> torch.Tensor:
         d = self.decoder
         x = d.embed(torch.tensor(ids, device=d.device))
-        cos, sin = self._rope(x)
+        tables = self._rope(x)
         for layer in range(d.num_layers):
+            cos, sin = tables[layer]
             q, k, v = d.project(layer, d.attention_input(layer, x))
             local = self.segment[layer]
             joined = local.extend(k, v, cos, sin)
-            heads, _ = attend(q, joined.rotated_keys(cos, sin), joined.values, local.log_counts, cos, sin, d.scaling)
+            heads, _ = attend(
+                q,
+                joined.rotated_keys(cos, sin),
+                joined.values,
+                local.log_counts,
+                cos,
+                sin,
+                d.scaling,
+                softcap=d.attn_softcap,
+            )
             memory = self.memories[layer]
             if self.read_memory and not memory.is_empty:
                 heads = self.gates.mix(layer, memory.retrieve(q), heads)

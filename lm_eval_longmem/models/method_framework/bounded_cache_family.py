@@ -30,7 +30,7 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
         """A fresh policy (one per sequence: policies may keep per-sequence state)."""
 
     def prepare_model(self, model):
-        Decoder(model)  # refuses unsupported architectures now, not mid-evaluation
+        decoder = Decoder(model)  # refuses unsupported architectures now, not mid-evaluation
         model.requires_grad_(False)  # stated-CLM's backward needs gradients of the cache only
         trained = getattr(model.config, "max_position_embeddings", None)
         widest = self.args.max_context_length + self.args.chunk_size
@@ -42,13 +42,15 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
                 widest,
                 trained,
             )
-        window = getattr(model.config, "sliding_window", None)
-        if window and getattr(model.config, "use_sliding_window", True) and window < widest:
+        layout = decoder.layout
+        if layout.sliding_layers and layout.sliding_window < widest:
             logger.warning(
-                "method=%s: the model's sliding window (%d) is not applied; attention is bounded by the cache "
-                "budget instead (up to %d entries).",
+                "method=%s: the model's sliding window (%d, on %d of %d layers) is not applied; attention is bounded "
+                "by the cache budget instead (up to %d entries).",
                 self.name,
-                window,
+                layout.sliding_window,
+                len(layout.sliding_layers),
+                layout.num_layers,
                 widest,
             )
         return model

@@ -36,6 +36,11 @@ def method_listing(only: str | None = None) -> str:
     for name, cls in methods.items():
         lines.append(f"  {name}: {cls.summary}")
         lines.extend(f"      {line}" for line in cls.describe_arguments(detailed=only is not None))
+        if only is not None:
+            from lm_eval_longmem.models.method_registry.family_support import family_lines
+
+            lines.append("    model families (transformers model_type; docs/model.md#model-families):")
+            lines.extend(f"      {line}" for line in family_lines(name))
     return "\n".join(lines)
 
 

@@ -22,7 +22,12 @@ from typing import Literal
 
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
 from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
-from lm_eval_longmem.models.rope.parameters import set_rope_type
+from lm_eval_longmem.models.rope.parameters import (
+    GLOBAL_LAYER_TYPE,
+    is_per_layer_type,
+    rope_parameters,
+    set_rope_type,
+)
 from lm_eval_longmem.models.rope.rope_types import LENGTH_SCALED_NTK
 from lm_eval_longmem.models.rope.rotation import rotary_embeddings, the_rotary_embedding
 
@@ -76,6 +81,9 @@ class DynamicNTK(RopeExtensionMethod):
     prefix_cache_reusable = False  # the base, hence every cached key, depends on the prompt's length
 
     def prepare_config(self, config) -> None:
+        # Gemma 3: the frozen variant scales the global layers' table (as pi/ntk/yarn do); transformers'
+        # own `dynamic` type (variant=hf) follows one `inv_freq` and is refused there
+        rope_parameters(config, self.name, per_layer_type=self.args.variant == "frozen")
         original = self.original_length(config)
         if self.args.variant == "hf":
             # transformers reads C from max_position_embeddings; its `factor` plays the role of s
@@ -98,7 +106,15 @@ class DynamicNTK(RopeExtensionMethod):
 
     def prepare_model(self, model):
         if self.args.variant == "frozen":
-            install_length_scaled_update(the_rotary_embedding(model, self.name), model.config)
+            import torch
+
+            config = model.config
+            if is_per_layer_type(config, config.rope_parameters):
+                name = f"{GLOBAL_LAYER_TYPE}_inv_freq"
+                (rotary,) = [m for m in model.modules() if isinstance(getattr(m, name, None), torch.Tensor)]
+                install_length_scaled_update(rotary, config, GLOBAL_LAYER_TYPE)
+            else:
+                install_length_scaled_update(the_rotary_embedding(model, self.name), config)
         else:
             for rotary in rotary_embeddings(model):
                 rotary.register_forward_hook(_keep_the_longest_length)

@@ -68,6 +68,18 @@ class Infini(LongMemMethod):
 
         decoder = Decoder(model, WHO)  # refuses unsupported architectures now, not mid-evaluation
         self._check_segment_fits(model.config)
+        window = decoder.layout.sliding_window
+        if decoder.layout.sliding_layers and window < self.args.segment_length:
+            logger.warning(
+                "%s: the model's sliding window (%d tokens, %d of %d layers) is not applied; local attention is "
+                "bounded by the segment instead (%d tokens). Use segment_length <= %d to keep it exact.",
+                WHO,
+                window,
+                len(decoder.layout.sliding_layers),
+                decoder.num_layers,
+                self.args.segment_length,
+                window,
+            )
         _, trained = load_gates(model, self.args.beta_init, decoder.num_layers, decoder.num_heads)
         if trained:
             return model

@@ -10,6 +10,7 @@ import dataclasses
 from lm_eval_longmem.models.attention.install import install
 from lm_eval_longmem.models.attention.lm_infinite import LMInfiniteRule
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.rope.parameters import rope_parameters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,7 @@ class LMInfinite(RopeExtensionMethod):
     Args = LMInfiniteArgs
 
     def prepare_config(self, config) -> None:
+        rope_parameters(config, self.name)  # Gemma 3: the global layers' (the rule runs there)
         self.original_length(config)
 
     def prepare_model(self, model):

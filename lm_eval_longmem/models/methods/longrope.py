@@ -15,7 +15,7 @@ class LongRoPE(LongMemMethod):
     rewrites_rope = True
 
     def prepare_config(self, config) -> None:
-        params = rope_parameters(config, self.name)
+        params = rope_parameters(config, self.name, per_layer_type=False)
         if params.get("rope_type") != "longrope" or not params.get("long_factor"):
             raise NotARopeModelError(
                 f"method=longrope keeps a checkpoint's own LongRoPE factors, but this config has "

@@ -43,7 +43,7 @@ class SelfExtend(LongMemMethod):
         self._original_length: int | None = None
 
     def prepare_config(self, config) -> None:
-        rope_parameters(config, self.name)
+        rope_parameters(config, self.name)  # Gemma 3: the global layers' (the rule runs there)
         self._original_length = original_length(config, self.name, self.args.original_length)
         if self.args.window >= self._original_length:
             raise ValueError(

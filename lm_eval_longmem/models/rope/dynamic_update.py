@@ -17,7 +17,10 @@ import torch
 from lm_eval_longmem.models.rope.rope_types import length_scaled_ntk_inv_freq
 
 
-def install_length_scaled_update(rotary: torch.nn.Module, config) -> None:
+def install_length_scaled_update(rotary: torch.nn.Module, config, layer_type: str | None = None) -> None:
+    """`layer_type`: the one layer type whose table follows the length (Gemma 3: the global layers',
+    `full_attention_inv_freq`); None: the rotary embedding's single `inv_freq`."""
+    buffer = f"{layer_type}_inv_freq" if layer_type else "inv_freq"
     if getattr(rotary, "_longmem_length_scaled", False):
         return
     original_forward = rotary.forward
@@ -26,8 +29,8 @@ def install_length_scaled_update(rotary: torch.nn.Module, config) -> None:
         if int(position_ids.min()) == 0:  # a new sequence: rescale for its length
             length = int(position_ids.max()) + 1
             if length != self._longmem_length:
-                inv_freq = length_scaled_ntk_inv_freq(config, length).to(self.inv_freq.device)
-                self.inv_freq.copy_(inv_freq)
+                table = getattr(self, buffer)
+                table.copy_(length_scaled_ntk_inv_freq(config, length, layer_type).to(table.device))
                 self._longmem_length = length
         return original_forward(x, position_ids, *args, **kwargs)
 

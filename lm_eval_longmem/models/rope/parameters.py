@@ -16,8 +16,26 @@ class NotARopeModelError(LongMemError, ValueError):
     """A RoPE-extension method was asked to change a model that has no rotary position embedding."""
 
 
-def rope_parameters(config, method_name: str) -> dict[str, Any]:
-    """The config's standardized (single, not per-layer) rope parameters; a clear error if none."""
+# Per-layer-type RoPE (Gemma 3): a RoPE extension scales the global layers' RoPE and keeps the local
+# (sliding-window) layers' own, as Gemma 3's long-context checkpoints do: the Gemma 3 Technical Report
+# (arXiv:2503.19786, long context) raises the global layers' base to 1M, keeps the local layers' at 10k
+# and interpolates the global layers' positions (factor 8) for 128K; the released configs (e.g.
+# google/gemma-3-4b-it) carry rope_scaling {"rope_type": "linear", "factor": 8.0}, which transformers 5's
+# Gemma3TextConfig puts into `rope_parameters["full_attention"]` only (`rope_local_base_freq` for the local).
+GLOBAL_LAYER_TYPE = "full_attention"
+
+
+def is_per_layer_type(config, params) -> bool:
+    """Whether `params` (a config's rope_parameters) hold one dict per layer type (Gemma 3)."""
+    if hasattr(config, "nested_rope_parameter_keys"):
+        return bool(config.nested_rope_parameter_keys(params))
+    # transformers before 5.3 has no such method: a dict of dicts keyed by layer type
+    return isinstance(params, dict) and isinstance(params.get(GLOBAL_LAYER_TYPE), dict)
+
+
+def rope_parameters(config, method_name: str, per_layer_type: bool = True) -> dict[str, Any]:
+    """The config's standardized rope parameters (with per-layer-type RoPE: the global layers' ones, the
+    dict a RoPE extension edits, unless `per_layer_type` is False); a clear error if none."""
     params = getattr(config, "rope_parameters", None)
     if not params and getattr(config, "rope_theta", None) is None:
         raise NotARopeModelError(
@@ -29,11 +47,14 @@ def rope_parameters(config, method_name: str) -> dict[str, Any]:
     if hasattr(config, "standardize_rope_params"):
         config.standardize_rope_params()
     params = config.rope_parameters
-    if hasattr(config, "nested_rope_parameter_keys") and config.nested_rope_parameter_keys(params):
-        raise NotARopeModelError(
-            f"method={method_name}: this model has per-layer-type RoPE settings "
-            f"({sorted(params)}), which the RoPE-extension methods do not handle."
-        )
+    if is_per_layer_type(config, params):
+        if not per_layer_type or not isinstance(params.get(GLOBAL_LAYER_TYPE), dict):
+            raise NotARopeModelError(
+                f"method={method_name}: this model has per-layer-type RoPE ({sorted(params)}: local layers with "
+                "their own theta), and this method reads one rotary table. Nearest working method: pi, ntk or "
+                "yarn (they scale the global layers), or streamingllm (bounded cache)."
+            )
+        params = params[GLOBAL_LAYER_TYPE]
     if params.get("rope_theta") is None:
         raise NotARopeModelError(f"method={method_name}: the model's rope_parameters have no rope_theta: {params}")
     return params
@@ -55,10 +76,15 @@ def set_rope_type(config, method_name: str, rope_type: str, **fields) -> dict[st
     old = rope_parameters(config, method_name)
     kept = {k: old[k] for k in ("rope_theta", "partial_rotary_factor") if old.get(k) is not None}
     new = {**kept, "rope_type": rope_type, **{k: v for k, v in fields.items() if v is not None}}
-    config.rope_parameters = new
+    if is_per_layer_type(config, config.rope_parameters):  # the global layers only; the local ones keep theirs
+        config.rope_parameters = {**config.rope_parameters, GLOBAL_LAYER_TYPE: new}
+    else:
+        config.rope_parameters = new
     return new
 
 
-def rotary_dim(config) -> int:
+def rotary_dim(config, params: dict[str, Any] | None = None) -> int:
+    """The rotated dims of a head, from `params` (default: the config's single rope parameters)."""
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    return int(head_dim * config.rope_parameters.get("partial_rotary_factor", 1.0))
+    params = config.rope_parameters if params is None else params
+    return int(head_dim * (params.get("partial_rotary_factor") or 1.0))

@@ -21,21 +21,25 @@ LENGTH_SCALED_NTK = "longmem_ntk_length_scaled"
 
 def _static_ntk(config, device=None, seq_len=None, layer_type=None):
     params = config.rope_parameters
-    inv_freq = ntk_inv_freq(params["rope_theta"], rotary_dim(config), params["factor"])
+    if layer_type is not None:  # per-layer-type RoPE (Gemma 3): this layer type's own parameters
+        params = params[layer_type]
+    inv_freq = ntk_inv_freq(params["rope_theta"], rotary_dim(config, params), params["factor"])
     return inv_freq.to(device) if device is not None else inv_freq, 1.0
 
 
-def length_scaled_ntk_inv_freq(config, length: int | None):
+def length_scaled_ntk_inv_freq(config, length: int | None, layer_type: str | None = None):
     params = config.rope_parameters
+    if layer_type is not None:  # per-layer-type RoPE (Gemma 3): this layer type's own parameters
+        params = params[layer_type]
     training = params["training_length"]
     factor = dynamic_ntk_factor(
         params["s"], int(length or training), training, params["original_max_position_embeddings"]
     )
-    return ntk_inv_freq(params["rope_theta"], rotary_dim(config), factor)
+    return ntk_inv_freq(params["rope_theta"], rotary_dim(config, params), factor)
 
 
 def _length_scaled_ntk(config, device=None, seq_len=None, layer_type=None):
-    inv_freq = length_scaled_ntk_inv_freq(config, int(seq_len) if seq_len is not None else None)
+    inv_freq = length_scaled_ntk_inv_freq(config, int(seq_len) if seq_len is not None else None, layer_type)
     return inv_freq.to(device) if device is not None else inv_freq, 1.0
 
 

@@ -34,6 +34,16 @@ def the_rotary_embedding(model, method_name: str) -> torch.nn.Module:
     return found[0]
 
 
+def _frequency_buffers(module: torch.nn.Module) -> list[torch.Tensor]:
+    """A rotary embedding's inverse-frequency buffers: `inv_freq`, or one per layer type (Gemma 3's
+    `full_attention_inv_freq`, `sliding_attention_inv_freq`; not the `*_original_inv_freq` copies)."""
+    return [
+        buffer
+        for name, buffer in module.named_buffers(recurse=False)
+        if name.endswith("inv_freq") and not name.endswith("original_inv_freq")
+    ]
+
+
 def rebuild_rotary_embeddings(model, config, method_name: str) -> int:
     """Build every rotary embedding of a loaded `model` again from `config` (the model's own,
     after a method edited its `rope_parameters`), as loading the checkpoint with that config
@@ -50,7 +60,8 @@ def rebuild_rotary_embeddings(model, config, method_name: str) -> int:
     replaced: dict[int, torch.nn.Module] = {}
     for parent in list(model.modules()):
         for child_name, child in list(parent.named_children()):
-            if not isinstance(getattr(child, "inv_freq", None), torch.Tensor):
+            frequencies = _frequency_buffers(child)
+            if not frequencies:
                 continue
             if id(child) not in replaced:
                 if getattr(child, "config", None) is not config:
@@ -59,7 +70,7 @@ def rebuild_rotary_embeddings(model, config, method_name: str) -> int:
                     fresh = type(child)(config=config)
                 except Exception as err:  # noqa: BLE001 - one message, whatever the class refuses
                     raise refuse(f"{type(child).__name__} could not be built from the edited config ({err})") from err
-                replaced[id(child)] = fresh.to(child.inv_freq.device)
+                replaced[id(child)] = fresh.to(frequencies[0].device)
             setattr(parent, child_name, replaced[id(child)])
     if not replaced:
         raise refuse("it has no rotary embedding module to rebuild")

@@ -1,0 +1,68 @@
+"""Which decoder families each method runs on, and why not where it does not: the method x family
+table of `lm-eval-longmem methods NAME` and docs/methods/README.md. tests/methods/test_family_matrix.py
+checks it against what every method does on a tiny model of each family (it runs, or it refuses in
+one line naming a method that works), so the table cannot drift from the code.
+
+Families are transformers model types whose attention layout `models/runtime/attention_layout.py`
+describes; a cell is None (runs: ✔) or the short reason it refuses.
+"""
+
+from __future__ import annotations
+
+from lm_eval_longmem.models.runtime.attention_layout import FAMILIES as _LAYOUTS
+
+FAMILIES: tuple[str, ...] = tuple(_LAYOUTS)
+
+_PER_LAYER_ROPE = "per-layer-type RoPE: reads one rotary table"
+_SOFTCAP = "attention soft-capping: not in its kernels"
+
+_WINDOWED = ("mistral", "phi3", "gemma2", "gemma3_text")  # sliding-window checkpoints (Phi-3-mini-4k: 2047)
+
+# Only the refusals: every other (method, family) runs.
+_REFUSED: dict[str, dict[str, str]] = {
+    "fox": {family: "FoX checkpoints only" for family in FAMILIES},
+    "self_extend": {"gemma2": _SOFTCAP},
+    "lm_infinite": {"gemma2": _SOFTCAP},
+    "longrope": {"gemma3_text": _PER_LAYER_ROPE},
+}
+# Cells that hold beyond ✔ (shown after the mark): what the method needs of a checkpoint of the family.
+NOTES: dict[tuple[str, str], str] = {
+    **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
+    **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3", "self_extend", "lm_infinite")},
+    ("dynamic_ntk", "gemma3_text"): "global layers; variant=hf refused",
+    # the family's sliding window is not applied: the cache budget (or the segment) bounds attention instead,
+    # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
+    **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},
+    **{("infini", f): "segment, not window" for f in _WINDOWED},
+    # kvpress 0.5.5 names Llama, Mistral, Phi-3, Qwen2, Qwen3 and Gemma3ForConditionalGeneration as tested,
+    # and warns for the others; it runs on both (checked in .venv-kvpress by the family test)
+    **{("kvpress", f): "kvpress warns: not in its tested list" for f in ("gemma2", "gemma3_text")},
+}
+
+
+def support(method: str, family: str) -> str | None:
+    """None when `method` runs on `family`, else the reason it refuses (KeyError: a family not in the table)."""
+    if family not in FAMILIES:
+        raise KeyError(f"{family!r} is not among the families {FAMILIES}")
+    return _REFUSED.get(method, {}).get(family)
+
+
+def cell(method: str, family: str) -> str:
+    """The table's cell: ✔ (with a note), or the reason."""
+    why = support(method, family)
+    if why is not None:
+        return why
+    note = NOTES.get((method, family))
+    return f"✔ ({note})" if note else "✔"
+
+
+def family_lines(method: str) -> list[str]:
+    """`lm-eval-longmem methods NAME`'s lines on the families `method` runs on."""
+    return [f"{family}: {cell(method, family)}" for family in FAMILIES]
+
+
+def markdown_table(methods: list[str]) -> str:
+    lines = ["| method | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
+    # plain names (no backticks): the docs' methods tables own the `name` rows (tests/project/test_docs_sync.py)
+    lines += [f"| {m} | " + " | ".join(cell(m, f) for f in FAMILIES) + " |" for m in methods]
+    return "\n".join(lines)
