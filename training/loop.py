@@ -20,6 +20,7 @@ from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_fold
 
 from .approaches import get_approach
 from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
+from .cpu_fsdp import use_fsdp_on_cpu
 from .data.batch_order import BatchOrder
 from .data.packing import packed_chunks
 from .data.text_sources import open_text_source
@@ -45,6 +46,9 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     accelerator = Accelerator(
         mixed_precision=mixed_precision_for(recipe.mixed_precision), log_with=trackers, project_dir=str(output_dir)
     )
+    if use_fsdp_on_cpu(accelerator):  # CPU processes only: accelerate itself would drop the FSDP config
+        version = accelerator.state.fsdp_plugin.fsdp_version
+        accelerator.print(f"FSDP{version} on {accelerator.num_processes} CPU processes.")
     resume_from = prepare_output_dir(accelerator, output_dir, recipe)
     last_step = recipe.max_steps if not recipe.stop_after_steps else min(recipe.max_steps, recipe.stop_after_steps)
     finished = resume_from is not None and finished_run(resume_from, recipe, last_step)
