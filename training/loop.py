@@ -24,6 +24,7 @@ from .cpu_fsdp import use_fsdp_on_cpu
 from .data.batch_order import BatchOrder
 from .data.packing import packed_chunks
 from .data.text_sources import open_text_source
+from .deepspeed_batch import loss_for_backward, set_boundary, set_deepspeed_batch
 from .optimization import make_optimizer, make_scheduler, mixed_precision_for
 from .preflight import check_files
 from .progress import TrainingLog
@@ -67,6 +68,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = make_optimizer(approach.param_groups(trainable, recipe), recipe)
     scheduler = make_scheduler(optimizer, recipe)
+    set_deepspeed_batch(accelerator, recipe)  # no dataloader is prepared to tell DeepSpeed the batch
     model, optimizer = accelerator.prepare(model, optimizer)
     progress = RunProgress()
     accelerator.register_for_checkpointing(scheduler, progress)
@@ -148,9 +150,10 @@ def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step
         batch = order.micro_batch(step, micro).to(accelerator.device)
         last = micro == recipe.grad_accum_steps - 1
         with contextlib.nullcontext() if last else accelerator.no_sync(model), accelerator.autocast():
-            loss = model(input_ids=batch, labels=batch).loss / recipe.grad_accum_steps
-        accelerator.backward(loss)
-        total += loss.detach()
+            loss = model(input_ids=batch, labels=batch).loss
+        set_boundary(accelerator, last)
+        accelerator.backward(loss_for_backward(accelerator, loss, recipe.grad_accum_steps))
+        total += loss.detach() / recipe.grad_accum_steps
     if recipe.max_grad_norm > 0:
         accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
     optimizer.step()
