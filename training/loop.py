@@ -20,9 +20,11 @@ from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_fold
 
 from .approaches import get_approach
 from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
+from .cpu_fsdp import use_fsdp_on_cpu
 from .data.batch_order import BatchOrder
 from .data.packing import packed_chunks
 from .data.text_sources import open_text_source
+from .deepspeed_batch import loss_for_backward, set_boundary, set_deepspeed_batch
 from .optimization import make_optimizer, make_scheduler, mixed_precision_for
 from .preflight import check_files
 from .progress import TrainingLog
@@ -45,6 +47,9 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     accelerator = Accelerator(
         mixed_precision=mixed_precision_for(recipe.mixed_precision), log_with=trackers, project_dir=str(output_dir)
     )
+    if use_fsdp_on_cpu(accelerator):  # CPU processes only: accelerate itself would drop the FSDP config
+        version = accelerator.state.fsdp_plugin.fsdp_version
+        accelerator.print(f"FSDP{version} on {accelerator.num_processes} CPU processes.")
     resume_from = prepare_output_dir(accelerator, output_dir, recipe)
     last_step = recipe.max_steps if not recipe.stop_after_steps else min(recipe.max_steps, recipe.stop_after_steps)
     finished = resume_from is not None and finished_run(resume_from, recipe, last_step)
@@ -63,6 +68,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     optimizer = make_optimizer(approach.param_groups(trainable, recipe), recipe)
     scheduler = make_scheduler(optimizer, recipe)
+    set_deepspeed_batch(accelerator, recipe)  # no dataloader is prepared to tell DeepSpeed the batch
     model, optimizer = accelerator.prepare(model, optimizer)
     progress = RunProgress()
     accelerator.register_for_checkpointing(scheduler, progress)
@@ -144,9 +150,10 @@ def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step
         batch = order.micro_batch(step, micro).to(accelerator.device)
         last = micro == recipe.grad_accum_steps - 1
         with contextlib.nullcontext() if last else accelerator.no_sync(model), accelerator.autocast():
-            loss = model(input_ids=batch, labels=batch).loss / recipe.grad_accum_steps
-        accelerator.backward(loss)
-        total += loss.detach()
+            loss = model(input_ids=batch, labels=batch).loss
+        set_boundary(accelerator, last)
+        accelerator.backward(loss_for_backward(accelerator, loss, recipe.grad_accum_steps))
+        total += loss.detach() / recipe.grad_accum_steps
     if recipe.max_grad_norm > 0:
         accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
     optimizer.step()

@@ -35,3 +35,12 @@ def two_cpu_processes(port: int, module: str) -> tuple[list[str], dict[str, str]
     flags = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
     flags += ["--dynamo_backend", "no", "--main_process_port", str(port)]
     return [str(BIN / "accelerate"), "launch", *flags, "-m", module], env
+
+
+def two_cpu_processes_from_config(port: int, module: str, config_file) -> tuple[list[str], dict[str, str]]:
+    """As `two_cpu_processes`, with the distributed type and its settings read from an accelerate
+    config file (FSDP, DeepSpeed): `--multi_gpu` would make accelerate ignore the file's type."""
+    _, env = two_cpu_processes(port, module)
+    flags = ["--config_file", str(config_file), "--num_processes", "2", "--num_machines", "1"]
+    flags += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port)]
+    return [str(BIN / "accelerate"), "launch", *flags, "-m", module], env
