@@ -5,10 +5,11 @@ anything else (other tasks, other messages, real warnings) passes through untouc
 `LM_EVAL_LONGMEM_DEBUG=1` keeps everything.
 
 * lm-eval `evaluator_utils`: "[<our task>] Metrics were not scored on the same number of
-  documents ...". Our per-length / per-depth / per-shot metrics are, by design, each computed
-  on the documents of its own bucket, so their counts differ. The warning is about
-  size-weighted group aggregation, which the `longmem` group does not do (it has no
-  `aggregate_metric_list`). Printed once per task of ours, every run, as a 10-line paragraph.
+  documents ...", for a task of our classes under its own name or one a YAML `include:`s it
+  under. Our per-length / per-depth / per-shot metrics are, by design, each computed on the
+  documents of its own bucket, so their counts differ. The warning is about size-weighted group
+  aggregation, which the `longmem` group does not do (it has no `aggregate_metric_list`).
+  Printed once per task of ours, every run, as a 10-line paragraph.
 * git's "fatal: not a git repository" on every run outside a git checkout: lm-eval records the
   commit of the current directory with `git describe` and lets git's stderr through. The probe
   runs unchanged, its stderr discarded; the recorded hash is unchanged.
@@ -28,18 +29,27 @@ HARMLESS = (("lm_eval.evaluator_utils", "Metrics were not scored on the same num
 
 
 class _DropKnownHarmless(logging.Filter):
+    """Drops "[<task>] <prefix>..." where the task is of one of our classes: declared under its own
+    name, or built in this run under another (a YAML that `include:`s ours)."""
+
     def __init__(self, prefix: str):
         super().__init__()
         from lm_eval_longmem.tasks.registry import task_names  # our tasks, as their declarations name them
 
-        self.prefixes = tuple(f"[{task}] {prefix}" for task in task_names())
+        self.prefix = prefix
+        self.declared = set(task_names())
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001  (a broken record is not ours to judge)
             return True
-        return not message.startswith(self.prefixes)
+        task, bracket, rest = message.partition("] ")
+        if not (bracket and task.startswith("[") and rest.startswith(self.prefix)):
+            return True
+        from lm_eval_longmem.tasks.python_task import constructed_task_names
+
+        return task[1:] not in self.declared | constructed_task_names
 
 
 def install() -> None:

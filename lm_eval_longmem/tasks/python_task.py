@@ -15,6 +15,10 @@ from lm_eval.api.task import ConfigurableTask
 
 logger = logging.getLogger(__name__)
 
+# Names under which tasks of our classes were built in this process: a YAML that `include:`s one
+# of ours under a new name (`--include_path`) is still ours (harness/quiet.py reads this).
+constructed_task_names: set[str] = set()
+
 
 class LongMemTask(ConfigurableTask):
     VERSION = 1
@@ -33,6 +37,7 @@ class LongMemTask(ConfigurableTask):
         if self.GENERATION_KWARGS is not None:
             base["generation_kwargs"] = dict(self.GENERATION_KWARGS)
         super().__init__(config={**base, **config}, **kwargs)
+        constructed_task_names.add(self.config.task)
 
     def drop_chat_template(self, request_kwargs: dict, reason: str) -> None:
         """For prompt-free tasks: remove lm-eval's chat-template arguments from a request's

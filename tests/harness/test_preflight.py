@@ -265,3 +265,20 @@ def test_known_harmless_lm_eval_warning_is_dropped_for_our_tasks_only(caplog, mo
     assert not any(m.startswith("[forgetting_curve] Metrics") for m in messages)
     assert any(m.startswith("[hellaswag] Metrics") for m in messages)
     assert "[forgetting_curve] something else went wrong" in messages
+
+
+def test_the_harmless_warning_is_dropped_for_our_task_under_an_included_name(caplog, monkeypatch):
+    """A YAML that `include:`s one of ours under a new name (--include_path) builds a task of our
+    class: its warning is dropped too, by the class it was built from, not by the name."""
+    from lm_eval_longmem.tasks import python_task
+
+    monkeypatch.delenv("LM_EVAL_LONGMEM_DEBUG", raising=False)
+    monkeypatch.setattr(python_task, "constructed_task_names", {"my_passkey_variant"})
+    quiet.install()
+    logger = logging.getLogger("lm_eval.evaluator_utils")
+    with caplog.at_level(logging.WARNING, logger="lm_eval.evaluator_utils"):
+        logger.warning("[my_passkey_variant] Metrics were not scored on the same number of documents (a=1, b=2).")
+        logger.warning("[my_hellaswag_variant] Metrics were not scored on the same number of documents (a=1, b=2).")
+    messages = [r.getMessage() for r in caplog.records]
+    assert not any(m.startswith("[my_passkey_variant]") for m in messages)
+    assert any(m.startswith("[my_hellaswag_variant]") for m in messages)
