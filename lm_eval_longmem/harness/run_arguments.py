@@ -22,6 +22,18 @@ def arguments_dict(value: Any) -> dict:
     return {}
 
 
+def repeated_keys(value: Any) -> dict[str, list[str]]:
+    """Keys a "k=v,k=v" string gives more than once with different values, with every value as
+    typed (lm-eval's string parser keeps the last one)."""
+    if not isinstance(value, str):
+        return {}
+    given: dict[str, list[str]] = {}
+    for item in (part for part in value.strip().split(",") if part):  # lm-eval's own split
+        key, _, raw = item.partition("=")
+        given.setdefault(key, []).append(raw)
+    return {key: values for key, values in given.items() if len(set(values)) > 1}
+
+
 def task_names(tasks: Any) -> list[str]:
     """`--tasks` as a list of names (comma-separated strings split; anything else dropped)."""
     if isinstance(tasks, str):

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
 from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
@@ -111,6 +112,21 @@ def resolve_device(device: str | None) -> str:
 
 
 class LongMemLM(HFLM):
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        """lm-eval's command line says "Overwriting key ..." for a repeated `--model_args` key;
+        its Python API (`simple_evaluate(model_args="k=v,...")`) keeps the last value silently."""
+        for key, values in repeated_keys(arg_string).items():
+            logger.warning(
+                "model_args gives %s %d times (%s); using the last, %s=%s",
+                key,
+                len(values),
+                ", ".join(f"{key}={v}" for v in values),
+                key,
+                values[-1],
+            )
+        return super().create_from_arg_string(arg_string, additional_config)
+
     def __init__(
         self,
         pretrained=None,

@@ -55,6 +55,16 @@ def test_results_record_the_method(lm):
     assert info["longmem_context_length"] == 128 and info["longmem_training_length"] == 128
 
 
+def test_a_repeated_model_args_key_from_python_says_which_value_is_used(tiny_model_dir, caplog):
+    """lm-eval's command line warns on a repeated key; its Python API kept the last one silently."""
+    with caplog.at_level("WARNING"):
+        lm = LongMemLM.create_from_arg_string(
+            f"pretrained={tiny_model_dir},method=pi,factor=2,device=cpu,factor=4", {"batch_size": 1}
+        )
+    assert "model_args gives factor 2 times (factor=2, factor=4); using the last, factor=4" in caplog.text
+    assert lm.get_model_info()["longmem_method_args"]["factor"] == 4.0
+
+
 def test_explicit_max_length_wins(tiny_model_dir):
     assert LongMemLM(pretrained=str(tiny_model_dir), device="cpu", max_length=64).max_length == 64
 
