@@ -426,6 +426,8 @@ class LongMemLM(HFLM):
                 "longmem_reuse_prefix": self.reuse_prefix and self.longmem_method.prefix_cache_reusable,
             }
         )
+        if getattr(self, "cache_database", None):  # --use_cache: the database this run read and wrote
+            info["longmem_use_cache"] = self.cache_database
         return info
 
 

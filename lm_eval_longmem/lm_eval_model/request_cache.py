@@ -74,6 +74,7 @@ def own_cache_path(lm, cache_db: str) -> str:
     )
     label = f"{model}{SEPARATOR}{lm.longmem_method.name}"
     path, described_in = bound_cache_path(cache_db, label, fingerprint_digest(fingerprint))
+    lm.cache_database = path  # the results record it: lm-eval's config.use_cache is the path as typed
     _write_fingerprint(described_in, fingerprint)
     set_aside_if_damaged(path, logger)
     shared = ""

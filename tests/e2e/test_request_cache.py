@@ -43,7 +43,11 @@ def test_vanilla_then_streamingllm_with_one_cache(tiny_model_dir, corpus_file, t
     (cached, remaining_streaming), stderr = lm_eval(STREAMING, "streaming")
     assert cached == 0 and remaining_streaming == remaining  # nothing of vanilla's is taken
     assert "this model and method's requests go to" in stderr
-    assert results_of(tmp_path / "streaming")["config"]["longmem_method"] == "streamingllm"
+    config = results_of(tmp_path / "streaming")["config"]
+    assert config["longmem_method"] == "streamingllm"
+    # lm-eval's config.use_cache is the path as typed; ours names the database the run used
+    assert config["use_cache"] == str(cache) and "__streamingllm__" in config["longmem_use_cache"]
+    assert config["longmem_use_cache"].endswith("_rank0.db")
     (cached, remaining), _ = lm_eval(STREAMING, "streaming_again")
     assert (cached, remaining) == (remaining_streaming, 0)  # the same command resumes from its own
     databases = sorted(p.name for p in cache.parent.glob("*.db"))
