@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .recipe_loading import find_recipe, load_recipe
 
-        recipe = load_recipe(args.recipe, args.overrides)  # checked in full before torch loads
+        recipe = load_recipe(args.recipe, args.overrides, check_paths=True)  # in full, before torch loads
         from .loop import train
 
         summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))

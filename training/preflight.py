@@ -16,6 +16,17 @@ from .recipe import Recipe
 
 
 def check_files(recipe: Recipe) -> None:
+    """Every check here; the loop runs it (the command line has run `check_paths` already)."""
+    check_paths(recipe)
+    if recipe.model_config and get_approach(recipe.approach).starts_from_base_model:  # else checked with the recipe
+        from .approaches.base import check_base_config
+
+        check_base_config(recipe)
+
+
+def check_paths(recipe: Recipe) -> None:
+    """The local paths and output_dir, in well under a second and before torch or transformers is
+    imported: a run refused for its paths should not first spend seconds building a model config."""
     from lm_eval_longmem.common.hub import looks_like_hub_id
     from lm_eval_longmem.data.corpora import CORPUS_NAMES
 
@@ -41,10 +52,6 @@ def check_files(recipe: Recipe) -> None:
                 f"{key}={value} is a file: a local {key} is a folder (a training run's is <output_dir>/export)."
             )
     check_output_dir(recipe.output_dir)
-    if recipe.model_config and get_approach(recipe.approach).starts_from_base_model:  # else checked with the recipe
-        from .approaches.base import check_base_config
-
-        check_base_config(recipe)
 
 
 def check_output_dir(output_dir: str) -> None:

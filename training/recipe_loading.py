@@ -64,8 +64,10 @@ def find_recipe(name_or_path: str) -> Path:
     raise TrainingError(f"No recipe {name_or_path!r}. Shipped recipes: {', '.join(shipped)} (or give a YAML path).")
 
 
-def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
-    """The recipe with its overrides applied, every key checked (TrainingError otherwise)."""
+def load_recipe(name_or_path: str, overrides: list[str] = (), check_paths: bool = False) -> Recipe:
+    """The recipe with its overrides applied, every key checked (TrainingError otherwise);
+    `check_paths`: also its local paths and output_dir (preflight.check_paths), before the
+    approach's own check, which may import torch and build a model config."""
     path = find_recipe(name_or_path)
     where = f"in recipe {path.stem if path.parent == RECIPES_DIR else path}"
     values = read_recipe_file(path, where)
@@ -74,10 +76,7 @@ def load_recipe(name_or_path: str, overrides: list[str] = ()) -> Recipe:
     for item in overrides:
         name, text = apply_override(values, item)
         shown[name] = (in_one_line(text), COMMAND_LINE)
-    recipe = build_recipe(values, shown)
-    if not recipe.output_dir:
-        recipe.output_dir = str(Path("runs") / recipe.name)
-    return recipe
+    return build_recipe(values, shown, check_paths)
 
 
 def read_recipe_file(path: Path, where: str) -> dict[str, Any]:
@@ -144,13 +143,15 @@ def refuse_unknown_keys(values: dict, where: str) -> None:
         )
 
 
-def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]]) -> Recipe:
+def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]], check_paths: bool = False) -> Recipe:
     """`shown`: each key's value as typed and where it came from, for messages."""
     typed = {
         name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()
     }
     recipe = recipe_class()(**typed)
-    check_recipe(recipe, shown)
+    if not recipe.output_dir:
+        recipe.output_dir = str(Path("runs") / recipe.name)
+    check_recipe(recipe, shown, check_paths)
     return recipe
 
 
@@ -225,10 +226,11 @@ def expected_kind(annotation: Any) -> str:
     return {int: "an integer", float: "a number", str: "a text", bool: "true or false"}.get(annotation, "a value")
 
 
-def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None) -> None:
+def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None, check_paths: bool = False) -> None:
     """Every key's declared range, no key that only another approach reads among those set
-    (`shown`), and the approach's own demands (its keys that must agree, the method and its
-    arguments), all before anything loads; TrainingError names what is wrong."""
+    (`shown`), the local paths and output_dir when asked (`check_paths`), and the approach's own
+    demands (its keys that must agree, the method and its arguments), all before anything loads;
+    TrainingError names what is wrong."""
     problems = []
     for field in dataclasses.fields(recipe):
         check = field.metadata.get("check")
@@ -240,6 +242,10 @@ def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None
     if problems:
         raise TrainingError("; ".join(problems) + ".")
     refuse_keys_of_other_approaches(recipe, shown or {})
+    if check_paths:  # well under a second, no torch: before a check that may build a model config
+        from .preflight import check_paths as check_local_paths
+
+        check_local_paths(recipe)
     get_approach(recipe.approach).check(recipe)
 
 

@@ -169,6 +169,15 @@ def test_output_dir_that_is_a_file_or_under_one_is_one_line(tiny_model_dir, corp
     assert blocker.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
+def test_a_bad_output_dir_is_one_line_before_torch_loads(tmp_path):
+    """It was found after the model config was built (5 s of CPU, 36 s on a busy machine)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("mine")
+    proc = cli("tiny-transformer", f"output_dir={blocker}")
+    assert proc.returncode == 2 and "torch imported: False" in proc.stdout
+    assert proc.stderr.startswith(f"lm-eval-longmem train: error: output_dir={blocker} is a file;")
+
+
 def test_output_dir_that_cannot_be_written_is_one_message(tmp_path, monkeypatch):
     import tempfile
 
