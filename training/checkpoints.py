@@ -24,6 +24,7 @@ from lm_eval_longmem.common.atomic_files import fixed_partial_path, remove_folde
 
 from .errors import TrainingError
 from .recipe import Recipe
+from .tied_weights_notice import quiet_declared_ties
 
 CHECKPOINTS = "checkpoints"
 RUN_FILE = "run.json"
@@ -192,13 +193,20 @@ def tidy_checkpoints(output_dir: Path) -> None:
     tidy_leftovers(output_dir / CHECKPOINTS, CHECKPOINT_NAME)
 
 
+def _unwrapped_model(accelerator):
+    """The model accelerate saves (the first it prepared), without its wrappers; None if none."""
+    models = getattr(accelerator, "_models", None) or [None]
+    return accelerator.unwrap_model(models[0]) if models[0] is not None else None
+
+
 def save_checkpoint(accelerator, output_dir: Path, recipe: Recipe, progress: RunProgress) -> Path:
     final = output_dir / CHECKPOINTS / f"step-{progress.step:07d}"
     partial = fixed_partial_path(final)
     if accelerator.is_main_process:
         shutil.rmtree(partial, ignore_errors=True)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(partial))
+    with quiet_declared_ties(_unwrapped_model(accelerator)):
+        accelerator.save_state(str(partial))
     # every rank writes its own RNG file into `partial`: list and rename only once all have finished
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:

@@ -1,0 +1,43 @@
+"""accelerate's "Removed shared tensor" notice at checkpoint saves: dropped for the model's
+declared ties, kept for anything else (training/tied_weights_notice.py)."""
+
+from __future__ import annotations
+
+import logging
+
+from accelerate import PartialState
+from accelerate.utils.other import clean_state_dict_for_safetensors
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from lm_eval_longmem_training.tied_weights_notice import ACCELERATE_LOGGER, declared_ties, quiet_declared_ties
+
+
+def _tiny_llama(tied: bool) -> LlamaForCausalLM:
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        tie_word_embeddings=tied,
+    )
+    return LlamaForCausalLM(config)
+
+
+def test_the_notice_is_dropped_for_declared_ties_only(caplog):
+    PartialState()  # accelerate's logger needs its state, as in a training run
+    model = _tiny_llama(tied=True)
+    assert declared_ties(model) == {"lm_head.weight"}
+    state = dict(model.state_dict())
+    with caplog.at_level(logging.WARNING, logger=ACCELERATE_LOGGER), quiet_declared_ties(model):
+        clean_state_dict_for_safetensors(dict(state))  # accelerate's own save path: removes lm_head.weight
+    assert "Removed shared tensor" not in caplog.text
+    # a tensor the model does not declare tied still warns
+    state["model.norm.weight"] = state["model.embed_tokens.weight"]
+    with caplog.at_level(logging.WARNING, logger=ACCELERATE_LOGGER), quiet_declared_ties(model):
+        clean_state_dict_for_safetensors(dict(state))
+    assert "Removed shared tensor" in caplog.text
+
+
+def test_an_untied_config_declares_no_ties():
+    assert declared_ties(_tiny_llama(tied=False)) == set()
