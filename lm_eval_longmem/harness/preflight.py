@@ -100,12 +100,27 @@ def check_task_options(tasks: list[str], options: dict) -> None:
 
 
 def check_method_arguments(model_args: dict) -> None:
-    """An unknown method or a bad method argument fails here, before lm-eval indexes its tasks;
-    anything else (say, a `pretrained` path that is not there) is left for the model load to
-    report as it always has."""
+    """An unknown method, a bad method argument, or a key nobody takes (`facter=2`, read against a
+    local checkpoint's config) fails here, before lm-eval indexes its tasks; anything else (say, a
+    `pretrained` path that is not there) is left for the model load to report as it always has."""
+    from lm_eval_longmem.models.method_registry.model_arguments import check_config_arguments
     from lm_eval_longmem.models.method_registry.resolution import check_method_arguments as check
 
     check(model_args)
+    check_config_arguments(model_args, local_config_folder(model_args.get("pretrained")))
+
+
+def local_config_folder(pretrained: Any) -> str | None:
+    """Where the model's config can be read without loading anything: a local folder, or the
+    default model once converted; None otherwise (a Hub id, a model object)."""
+    if pretrained is None:
+        from lm_eval_longmem.models.checkpoint.default_model import default_model_target
+
+        target = default_model_target()
+        return str(target) if (target / "config.json").is_file() else None
+    if isinstance(pretrained, (str, os.PathLike)) and os.path.isdir(os.path.expanduser(str(pretrained))):
+        return os.path.expanduser(str(pretrained))
+    return None
 
 
 def check_model_source(pretrained: Any) -> None:

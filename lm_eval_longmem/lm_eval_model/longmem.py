@@ -13,7 +13,6 @@ Everything else is HFLM's.
 
 from __future__ import annotations
 
-import inspect
 import logging
 
 import torch
@@ -30,6 +29,12 @@ from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, 
 from lm_eval_longmem.models.checkpoint.source_name import source_name
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.method_framework.loaded_model import prepare_loaded_model
+from lm_eval_longmem.models.method_registry.model_arguments import (
+    UnknownModelArgumentError,
+    config_overrides,
+    unknown_arguments,
+    unknown_arguments_message,
+)
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
@@ -40,42 +45,9 @@ from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScor
 
 logger = logging.getLogger(__name__)
 
-# Keyword arguments HFLM hands to `from_pretrained` that are not config attributes.
-FROM_PRETRAINED_OPTIONS = frozenset(
-    {
-        "attn_implementation",
-        "device_map",
-        "low_cpu_mem_usage",
-        "load_in_8bit",
-        "load_in_4bit",
-        "bnb_4bit_compute_dtype",
-        "bnb_4bit_quant_type",
-        "bnb_4bit_use_double_quant",
-        "use_safetensors",
-        "cache_dir",
-        "local_files_only",
-        "token",
-        "variant",
-        "offload_state_dict",
-        "key_mapping",
-        "use_kernels",
-        "experts_implementation",
-    }
-)
-_HFLM_PARAMETERS = frozenset(inspect.signature(HFLM.__init__).parameters) - {"self", "kwargs"}
-# Arguments of the wrapper itself (besides method=): name -> what it does, for error messages.
-WRAPPER_ARGUMENTS = {
-    "reuse_prefix": "bool, default True: generation reuses the KV cache of a prompt prefix "
-    "shared with the previous request",
-}
-
 
 class ContextTooLongError(LongMemError, ValueError):
     """An input is longer than the model takes; memory tests are never silently truncated."""
-
-
-class UnknownModelArgumentError(LongMemError, ValueError):
-    """A `--model_args` key is neither ours, HFLM's, a from_pretrained option nor a config field."""
 
 
 class ScoringOutOfMemoryError(LongMemError, RuntimeError):
@@ -139,9 +111,8 @@ class LongMemLM(HFLM):
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
         resolved = resolve_method({"pretrained": pretrained, "method": method, **kwargs})
         self.longmem_method, other = resolved.build(), dict(resolved.other_args)
-        self._config_overrides = {
-            k: other.pop(k) for k in list(other) if k not in _HFLM_PARAMETERS and k not in FROM_PRETRAINED_OPTIONS
-        }
+        self._config_overrides = config_overrides(other)
+        other = {k: v for k, v in other.items() if k not in self._config_overrides}
         self.loading_args = dict(other)  # as given, for the --use_cache fingerprint (score_fingerprint.py)
         self.uses_default_model = pretrained is None
         if pretrained is None:
@@ -160,9 +131,9 @@ class LongMemLM(HFLM):
     # --- model construction hooks (HFLM calls these from its __init__) ----------------------
     def _get_config(self, pretrained, **kwargs) -> None:
         super()._get_config(pretrained, **kwargs)
-        unknown = sorted(k for k in self._config_overrides if not hasattr(self._config, k))
+        unknown = unknown_arguments(self._config, self._config_overrides)
         if unknown:
-            raise UnknownModelArgumentError(self._unknown_arguments_message(unknown))
+            raise UnknownModelArgumentError(unknown_arguments_message(self.longmem_method, unknown))
         for key, value in self._config_overrides.items():
             setattr(self._config, key, value)
         check_method_fits(self._config, self.longmem_method, source=str(pretrained))
@@ -173,23 +144,6 @@ class LongMemLM(HFLM):
         if isinstance(pretrained, str):
             kwargs.setdefault("config", self._config)
         super()._create_model(pretrained, **kwargs)
-
-    def _unknown_arguments_message(self, unknown: list[str]) -> str:
-        from lm_eval_longmem.models.method_framework.arguments import describe_fields
-
-        method_fields = describe_fields(type(self.longmem_method.args)) or ["(none)"]
-        return (
-            f"Unknown --model_args {', '.join(unknown)} for --model longmem (method="
-            f"{self.longmem_method.name}).\n  Arguments of method={self.longmem_method.name}:\n    "
-            + "\n    ".join(method_fields)
-            + "\n  Wrapper arguments: method, "
-            + ", ".join(f"{name} ({help})" for name, help in WRAPPER_ARGUMENTS.items())
-            + ", "
-            + ", ".join(sorted(_HFLM_PARAMETERS))
-            + "\n  Also accepted: Hugging Face from_pretrained options ("
-            + ", ".join(sorted(FROM_PRETRAINED_OPTIONS))
-            + ") and attributes of the model's config."
-        )
 
     # --- lengths ------------------------------------------------------------------------
     @property

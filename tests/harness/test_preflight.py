@@ -282,3 +282,26 @@ def test_the_harmless_warning_is_dropped_for_our_task_under_an_included_name(cap
     messages = [r.getMessage() for r in caplog.records]
     assert not any(m.startswith("[my_passkey_variant]") for m in messages)
     assert any(m.startswith("[my_hellaswag_variant]") for m in messages)
+
+
+def test_a_model_argument_nobody_takes_is_refused_at_start_up(tiny_model_dir):
+    """`facter=2` was found only once the model loaded, after lm-eval's task index; now the local
+    checkpoint's config is read at start-up and the message is the model's own."""
+    from lm_eval_longmem.models.method_registry.model_arguments import UnknownModelArgumentError
+
+    with pytest.raises(UnknownModelArgumentError, match=r"(?s)Unknown --model_args facter .*method=yarn"):
+        preflight.check(_args(model_args={"pretrained": str(tiny_model_dir), "method": "yarn", "facter": 2}))
+    # a config attribute, a from_pretrained option, an HFLM parameter and the wrapper's own pass
+    preflight.check(
+        _args(
+            model_args={
+                "pretrained": str(tiny_model_dir),
+                "method": "yarn",
+                "factor": 2,
+                "rms_norm_eps": 1e-5,
+                "attn_implementation": "sdpa",
+                "dtype": "float32",
+                "reuse_prefix": False,
+            }
+        )
+    )
