@@ -21,6 +21,7 @@ from typing import Any
 
 from lm_eval_longmem.harness.default_task_metadata import fill_default_tokenizer
 from lm_eval_longmem.harness.run_arguments import MODEL_NAME, arguments_dict, task_names
+from lm_eval_longmem.harness.task_extras import check_task_extras
 
 _MARKER = "__lm_eval_longmem_preflight__"
 
@@ -70,6 +71,7 @@ def check(args) -> None:
 
         options = {**model_args, **arguments_dict(getattr(args, "metadata", None))}
         check_task_options(tasks, options)
+        check_task_extras(tasks)  # lm-eval's own tasks (RULER, LongBench, ...) and the packages they need
         if needed(tasks, options) and not hub_reachable():  # online, the tasks download what they need
             missing_for(tasks, options)
     if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (slow)
