@@ -7,21 +7,14 @@ import logging
 
 from accelerate import PartialState
 from accelerate.utils.other import clean_state_dict_for_safetensors
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig
 
 from lm_eval_longmem_training.tied_weights_notice import ACCELERATE_LOGGER, declared_ties, quiet_declared_ties
+from tests.helpers.tiny_models import tiny_of
 
 
-def _tiny_llama(tied: bool) -> LlamaForCausalLM:
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        tie_word_embeddings=tied,
-    )
-    return LlamaForCausalLM(config)
+def _tiny_llama(tied: bool):
+    return tiny_of(LlamaConfig, tie_word_embeddings=tied)
 
 
 def test_the_notice_is_dropped_for_declared_ties_only(caplog):
