@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 SHARED_MEMORY_LIMIT = {"A100 (sm_80)": 166_912, "H100/H200 (sm_90)": 232_448, "sm_86/sm_89": 101_376}
 # The compile whose shared memory decides each device (sm_86/89 read off the sm_80 compile).
 LIMIT_TARGET = {"A100 (sm_80)": 80, "H100/H200 (sm_90)": 90, "sm_86/sm_89": 80}
+KERNELS = ("forward", "delta", "dq", "dkdv")  # as captured_launches names them
 DOCS_START, DOCS_END = "<!-- kernel-resources:start -->", "<!-- kernel-resources:end -->"
 
 
@@ -261,10 +262,10 @@ def write_docs(path: str, table: str, header: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="default configs only, bf16 and fp32, D 128, no padding")
-    parser.add_argument("--head-dims", type=int, nargs="+", default=None, help="default 64 128")
-    parser.add_argument("--dtypes", nargs="+", default=None, help="default bfloat16 float16 float32")
-    parser.add_argument("--kernels", nargs="+", default=["forward", "delta", "dq", "dkdv"])
-    parser.add_argument("--targets", type=int, nargs="+", default=[80, 90], help="compute capabilities")
+    parser.add_argument("--head-dims", type=int, nargs="+", default=None, choices=[16, 32, 64, 128])
+    parser.add_argument("--dtypes", nargs="+", default=None, choices=["bfloat16", "float16", "float32"])
+    parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=list(KERNELS))
+    parser.add_argument("--targets", type=int, nargs="+", default=[80, 90], choices=[80, 86, 89, 90])
     parser.add_argument("--default-config-only", action="store_true", help="each kernel's first autotune config")
     parser.add_argument("--no-padding", action="store_true", help="leave out the padded (HAS_WINDOW) shapes")
     parser.add_argument("--no-decode", action="store_true", help="leave out the one-query (decode) shapes")

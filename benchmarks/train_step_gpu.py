@@ -453,6 +453,8 @@ def main() -> None:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: CUDA is not available here (use --device cpu, e.g. with --tiny)")
+    if args.tokenizer and not Path(args.tokenizer).is_dir():
+        parser.error(f"--tokenizer {args.tokenizer}: no such folder (scripts/gpu-wheels.sh stages one)")
     args.steps = args.steps or (3 if args.device == "cuda" else 2)
     if args.tiny and not args.seq_len:
         args.seq_len = TINY_SEQ_LEN
