@@ -193,19 +193,14 @@ def tidy_checkpoints(output_dir: Path) -> None:
     tidy_leftovers(output_dir / CHECKPOINTS, CHECKPOINT_NAME)
 
 
-def _unwrapped_model(accelerator):
-    """The model accelerate saves (the first it prepared), without its wrappers; None if none."""
-    models = getattr(accelerator, "_models", None) or [None]
-    return accelerator.unwrap_model(models[0]) if models[0] is not None else None
-
-
-def save_checkpoint(accelerator, output_dir: Path, recipe: Recipe, progress: RunProgress) -> Path:
+def save_checkpoint(accelerator, model, output_dir: Path, recipe: Recipe, progress: RunProgress) -> Path:
+    """`model` as the loop trains it (prepared); its declared weight ties keep a save quiet."""
     final = output_dir / CHECKPOINTS / f"step-{progress.step:07d}"
     partial = fixed_partial_path(final)
     if accelerator.is_main_process:
         shutil.rmtree(partial, ignore_errors=True)
     accelerator.wait_for_everyone()
-    with quiet_declared_ties(_unwrapped_model(accelerator)):
+    with quiet_declared_ties(accelerator.unwrap_model(model)):
         accelerator.save_state(str(partial))
     # every rank writes its own RNG file into `partial`: list and rename only once all have finished
     accelerator.wait_for_everyone()

@@ -109,7 +109,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         )
         # the last step is always saved: a killed export resumes from it, a larger max_steps continues it
         if progress.step == last_step or (recipe.save_every and progress.step % recipe.save_every == 0):
-            save_checkpoint(accelerator, output_dir, recipe, progress)
+            save_checkpoint(accelerator, model, output_dir, recipe, progress)
     log.close()
     elapsed = time.perf_counter() - started
     summary = {
