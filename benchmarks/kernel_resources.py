@@ -150,7 +150,7 @@ def _compile_task(task) -> Row:
     name, kernel, args, kwargs = next(launch for launch in captured_launches(shape) if launch[0] == kernel_name)
     config = kernel.configs[config_index] if config_index is not None else None
     row = Row(name, shape.name, shape.head_dim, shape.dtype, _config_label(config), target)
-    row.estimated_shared_bytes = estimated_shared_bytes(name, config, shape)
+    row.estimated_shared_bytes = estimated_shared_bytes(kernel, config, shape)
     start = time.perf_counter()
     try:
         row.registers, row.stack_bytes, row.shared_bytes = compile_one(kernel, args, kwargs, config, target)
@@ -172,17 +172,12 @@ def config_indices(kernel, shape: Shape, default_only: bool) -> list[int]:
     return indices[:1] if default_only else indices
 
 
-def estimated_shared_bytes(kernel_name: str, config, shape: Shape) -> int | None:
-    """The shared memory the autotune pruner expects of this config (None for unpruned kernels)."""
+def estimated_shared_bytes(kernel, config, shape: Shape) -> int | None:
+    """The shared memory the kernel's autotune pruner expects of this config (None for a kernel
+    without one)."""
     import torch
 
-    from lm_eval_longmem.kernels.forgetting_attention import triton_backward, triton_forward
-
-    estimate = {
-        "forward": triton_forward.forward_shared_bytes,
-        "dq": triton_backward.dq_shared_bytes,
-        "dkdv": triton_backward.dkdv_shared_bytes,
-    }.get(kernel_name)
+    estimate = getattr(getattr(kernel, "early_config_prune", None), "shared_bytes", None)
     if estimate is None or config is None:
         return None
     elem = torch.empty(0, dtype=getattr(torch, shape.dtype)).element_size()

@@ -96,4 +96,5 @@ def shared_memory_pruner(shared_bytes: SharedBytes):
         fitting = [c for c in candidates if needs[id(c)] <= limit]
         return fitting or [min(candidates, key=lambda c: needs[id(c)])]
 
+    prune.shared_bytes = shared_bytes  # the estimate, for the ahead-of-time report beside the compiled figure
     return prune
