@@ -380,6 +380,9 @@ class LongMemLM(HFLM):
                 "longmem_reuse_prefix": self.reuse_prefix and self.longmem_method.prefix_cache_reusable,
             }
         )
+        run_record = self.longmem_method.run_record()
+        if run_record:
+            info["longmem_method_run"] = run_record
         if getattr(self, "cache_database", None):  # --use_cache: the database this run read and wrote
             info["longmem_use_cache"] = self.cache_database
         return info

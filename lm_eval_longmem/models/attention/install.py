@@ -90,16 +90,22 @@ def kernel_for(attn_implementation: str | None) -> str:
     return "sdpa"
 
 
+def refuse_soft_capping(config, method_name: str, what: str) -> None:
+    """Gemma 2 caps its logits (cap * tanh(logits / cap)) before the softmax, which our attention
+    replacements (`what`) do not compute: refuse in one line rather than drop the cap."""
+    cap = getattr(config, "attn_logit_softcapping", None)
+    if cap:
+        raise NotARopeModelError(
+            f"method={method_name}: this model soft-caps its attention logits (attn_logit_softcapping={cap:g}, "
+            f"Gemma 2), which {what} does not compute. Nearest working method: pi, ntk or yarn "
+            "(RoPE scaling), or streamingllm (bounded cache)."
+        )
+
+
 def install(model, rule: PartRule, method_name: str):
     """Route every attention module of `model` through `rule`; returns the model."""
     register()
-    cap = getattr(model.config, "attn_logit_softcapping", None)
-    if cap:  # Gemma 2: cap * tanh(logits / cap) before the softmax, which the fused part kernels cannot apply
-        raise NotARopeModelError(
-            f"method={method_name}: this model soft-caps its attention logits (attn_logit_softcapping={cap:g}, "
-            "Gemma 2), which the two-part attention does not compute. Nearest working method: pi, ntk or yarn "
-            "(RoPE scaling), or streamingllm (bounded cache)."
-        )
+    refuse_soft_capping(model.config, method_name, "the two-part attention")
     config = model.config
     rope_parameters(config, method_name)  # a clear error for a model without RoPE
     per_layer_type = is_per_layer_type(config, config.rope_parameters)

@@ -136,6 +136,11 @@ class LongMemMethod:
                 values[name] = value
         return values
 
+    def run_record(self) -> dict[str, Any]:
+        """What the method did in this run that its arguments do not say (CLEX: the factors t it
+        used), for the results file; not part of `describe()`, which identifies cached scores."""
+        return {}
+
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "args": self.resolved_args()}
 

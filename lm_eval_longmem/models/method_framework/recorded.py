@@ -1,6 +1,6 @@
 """A checkpoint's own method: the config keys our training module writes, read back.
 
-A checkpoint whose architecture is a method of its own (FoX) selects that method. A checkpoint
+A checkpoint whose architecture is a method of its own (FoX, or a CLEX rope type) selects that method. A checkpoint
 extended by `training/` records in its config.json
 
     "longmem_method": "yarn",
@@ -24,9 +24,13 @@ def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] |
     """(method name, its arguments) recorded in a config dict (or implied by its architecture), or None."""
     name = config_dict.get(METHOD_KEY)
     if not name:
+        from lm_eval_longmem.models.clex.config_format import clex_rope_settings
         from lm_eval_longmem.models.fox.compatibility import is_fox_family
 
-        return ("fox", {}) if is_fox_family(config_dict) else None
+        if is_fox_family(config_dict):
+            return ("fox", {})
+        # the authors' CLEX checkpoints: their rope type, which transformers cannot build without method=clex
+        return ("clex", {}) if clex_rope_settings(config_dict) is not None else None
     args = config_dict.get(ARGS_KEY) or {}
     if not isinstance(args, dict):
         raise ValueError(f"config.json: {ARGS_KEY} must be a mapping of argument names to values, got {args!r}")

@@ -79,9 +79,13 @@ def rebuild_rotary_embeddings(model, config, method_name: str) -> int:
 
 def rotate_by(x: torch.Tensor, shift: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate x (batch, heads, length, head_dim) by `shift` positions (batch, length), in the
-    rotate-half layout transformers' Llama-family models use; dims past the rotary part stay."""
-    rot = 2 * inv_freq.shape[0]
-    angles = shift.to(torch.float32)[..., None] * inv_freq.to(device=x.device, dtype=torch.float32)
+    rotate-half layout transformers' Llama-family models use; dims past the rotary part stay.
+    `inv_freq`: [rot/2], or [batch, rot/2] for frequencies of each row's own (CLEX's per-sequence t)."""
+    rot = 2 * inv_freq.shape[-1]
+    frequencies = inv_freq.to(device=x.device, dtype=torch.float32)
+    if frequencies.ndim == 2:
+        frequencies = frequencies[:, None, :]
+    angles = shift.to(torch.float32)[..., None] * frequencies
     angles = torch.cat((angles, angles), dim=-1)[:, None]  # (batch, 1, length, rot)
     cos, sin = angles.cos(), angles.sin()
     part = x[..., :rot].to(torch.float32)
