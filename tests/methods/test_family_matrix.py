@@ -48,6 +48,7 @@ NEUTRAL: dict[str, dict] = {
     "longcache": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
     "infini": {"segment_length": 64},  # one segment: local attention only, the memory stays empty
     "kvpress": {"press": "knorm", "compression_ratio": 0.0},  # nothing pressed
+    "clex": {"original_length": 64},  # the input (44) is shorter than C: t = 1, the model's own RoPE
 }
 SAME = 1e-5  # one computation in another order (test_method_matrix.py)
 

@@ -47,6 +47,7 @@ TINY_ARGUMENTS: dict[str, dict] = {
     "infini": {"segment_length": 16},
     "fox": {},  # runs the tiny FoX checkpoint as trained
     "kvpress": {"press": "knorm", "compression_ratio": 0.5},
+    "clex": {"original_length": 16, "max_factor": 4},  # 44 tokens: t = 3, the untrained ODE (NTK with factor 5)
 }
 # A method documented to score as vanilla on its checkpoint with its row, and why.
 SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}

@@ -549,7 +549,7 @@ DOCTORED = {
     ),
     "stale method in an index bullet": (
         "methods",
-        replaced(INDEX, "`self_extend`, `lm_infinite`.", "`self_extend`, `lm_infinite`, `warp`."),
+        replaced(INDEX, "`lm_infinite`, and the trained `clex`.", "`lm_infinite`, `warp`, and the trained `clex`."),
         "lists `warp` for docs/methods/rope.md, which is no method of available_methods()",
     ),
     "method linked to a page that does not name it": (

@@ -27,6 +27,8 @@ class FactorLimitError(LongMemError, ValueError):
 
 
 class ClexScaling(nn.Module):
+    not_a_rotary_embedding = True  # its `inv_freq` (the authors' key) is theta at t = 1, not a table in use
+
     def __init__(
         self, inv_freq: torch.Tensor, original_length: int, max_factor: int, param_factor: int, act: str, time_dt: float
     ):

@@ -24,6 +24,7 @@ _REFUSED: dict[str, dict[str, str]] = {
     "self_extend": {"gemma2": _SOFTCAP},
     "lm_infinite": {"gemma2": _SOFTCAP},
     "longrope": {"gemma3_text": _PER_LAYER_ROPE},
+    "clex": {"gemma2": _SOFTCAP, "gemma3_text": _PER_LAYER_ROPE},
 }
 # Cells that hold beyond ✔ (shown after the mark): what the method needs of a checkpoint of the family.
 NOTES: dict[tuple[str, str], str] = {

@@ -14,8 +14,13 @@ from lm_eval_longmem.models.rope.parameters import NotARopeModelError
 
 
 def rotary_embeddings(model) -> list[torch.nn.Module]:
-    """The model's rotary-embedding modules (those holding an `inv_freq` buffer)."""
-    found = [m for m in model.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]
+    """The model's rotary-embedding modules (those holding an `inv_freq` buffer; not CLEX's layer,
+    whose `inv_freq` is the ODE's starting point, marked `not_a_rotary_embedding`)."""
+    found = [
+        m
+        for m in model.modules()
+        if isinstance(getattr(m, "inv_freq", None), torch.Tensor) and not getattr(m, "not_a_rotary_embedding", False)
+    ]
     return found
 
 
