@@ -44,8 +44,12 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     check_files(recipe)
     output_dir = Path(recipe.output_dir)
     trackers = None if recipe.log_with in ("", "none") else recipe.log_with.split(",")
+    approach = get_approach(recipe.approach)
     accelerator = Accelerator(
-        mixed_precision=mixed_precision_for(recipe.mixed_precision), log_with=trackers, project_dir=str(output_dir)
+        mixed_precision=mixed_precision_for(recipe.mixed_precision),
+        log_with=trackers,
+        project_dir=str(output_dir),
+        kwargs_handlers=ddp_kwargs(approach),
     )
     if use_fsdp_on_cpu(accelerator):  # CPU processes only: accelerate itself would drop the FSDP config
         version = accelerator.state.fsdp_plugin.fsdp_version
@@ -58,7 +62,6 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         return finished
     set_seed(recipe.seed)
 
-    approach = get_approach(recipe.approach)
     with accelerator.main_process_first():
         trainable = approach.build(recipe)
         chunks = load_chunks(recipe, trainable.tokenizer, accelerator.num_processes)
@@ -128,6 +131,15 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
         summary["export"] = str(export_run(accelerator, approach, trainable, model, recipe, recipe_source, progress))
     end_processes(accelerator)
     return summary
+
+
+def ddp_kwargs(approach) -> list:
+    """DDP's settings: an approach whose forwards can leave parameters unused makes DDP look for them."""
+    if not approach.has_unused_parameters:
+        return []
+    from accelerate.utils import DistributedDataParallelKwargs
+
+    return [DistributedDataParallelKwargs(find_unused_parameters=True)]
 
 
 def end_processes(accelerator) -> None:

@@ -51,6 +51,9 @@ class Approach(abc.ABC):
     # config and is checked against it before loading; False where model_config is the whole
     # architecture of a new model (checked with the recipe, by `check`).
     starts_from_base_model: ClassVar[bool] = True
+    # Whether a forward may leave some trainable parameters out of its graph (clex: the ODE's weights at
+    # t' = 1), so that multi-process DDP must be told to look for unused parameters.
+    has_unused_parameters: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -78,6 +78,7 @@ class Clex(LongMemMethod):
         self._checkpoint: dict[str, Any] = {}
         self._original_length: int | None = None
         self._clex = None
+        self.rope_theta: float | None = None
 
     def setting(self, name: str):
         """An argument as this run uses it: given, else the checkpoint's, else the paper's default."""
@@ -90,7 +91,8 @@ class Clex(LongMemMethod):
         self._checkpoint = clex_rope_settings(config) or {}
         if self._checkpoint:  # transformers cannot build a `clex` rope type: plain RoPE, the ODE applied by us
             set_rope_type(config, self.name, "default")
-        rope_parameters(config, self.name, per_layer_type=False)  # refuses a model without (one table of) RoPE
+        # refuses a model without (one table of) RoPE; rope_theta is kept for the export's config
+        self.rope_theta = float(rope_parameters(config, self.name, per_layer_type=False)["rope_theta"])
         self._original_length = original_length(config, self.name, self.args.original_length)
 
     def prepare_model(self, model):
