@@ -9,7 +9,8 @@ around each), peak memory and the scoring memory above the loaded weights
 (`torch.cuda.max_memory_allocated`, reset per measurement; on the CPU the process's resident
 high-water mark), each as a ratio to `vanilla` at the same T, and a verdict against a target:
 pi / yarn / dynamic_ntk <= 1.05x vanilla's time, self_extend / lm_infinite <= 1.1x, the bounded
-caches (streamingllm, statedclm, longcache) <= 2x, infini <= 1.5x. The memory ratio compares the
+caches (streamingllm, statedclm, longcache) <= 2x, infini <= 1.5x, clex <= 1.05x (and its time
+against yarn's, printed and kept as `ratio_to_sibling`). The memory ratio compares the
 scoring memory (weights are the same for every method and would only dilute it).
 
 The model is a random-weight Llama of about 1B parameters (hidden 2048, 16 layers, 32 query / 8
@@ -25,7 +26,7 @@ scores past 4096 are meaningless, its cost is the baseline every method is compa
 other method runs with only its own arguments, so the test also checks that each accepts T.
 
 Method settings (C = max_position_embeddings): factor 4 for pi, yarn, dynamic_ntk (s = 2) and
-lm_infinite (G = 10, local window C); self_extend window min(2048, C/2), group 32; the bounded
+lm_infinite (G = 10, local window C), max_factor 4 for clex (its untrained ODE); self_extend window min(2048, C/2), group 32; the bounded
 caches a budget of C/2 entries (docs/methods/bounded-caches.md: 4096 for 8k models), chunk min(512, budget/4),
 min(32, budget/8) sinks, LongCache spans of min(32, budget/16) tokens (the default top-k'
 fills half the budget); infini segments of min(2048, C/2). All are flags.
@@ -75,8 +76,12 @@ TARGETS = {
     "statedclm": 2.0,
     "longcache": 2.0,
     "infini": 1.5,
+    "clex": 1.05,
 }
 METHODS = tuple(TARGETS)
+# Methods also compared to a sibling at the same T: CLEX rotates every key per forward (keys are cached
+# before RoPE) and solves its ODE once per model, not per request; YaRN is the static-table RoPE method.
+SIBLINGS = {"clex": "yarn"}
 FOX_TARGET = 1.2
 FOX_BASELINE, FOX, FOX_TRANSFORMER = "transformer(llama-mha)", "fox", "fox-transformer"
 SIZES = {  # model shape: the ~1B default and the tiny one of --tiny
@@ -104,6 +109,7 @@ def method_arguments(name: str, args) -> dict:
         "statedclm": bounded,
         "longcache": {**bounded, "span_size": max(1, min(32, budget // 16))},
         "infini": {"segment_length": args.segment or min(2048, context // 2)},
+        "clex": {"max_factor": int(args.factor)},  # no trained ODE: NTK with factor 2t-1, the same work
     }[name]
 
 
@@ -249,6 +255,17 @@ def compare(rows: list[dict], baseline: str, targets: dict) -> None:
             row["verdict"] = "ok" if row["time_ratio"] <= row["target"] else "SLOWER THAN TARGET"
 
 
+def compare_siblings(rows: list[dict]) -> None:
+    """`ratio_to_sibling`: each SIBLINGS method's time over its sibling's at the same T, printed."""
+    seconds = {(r["method"], r["T"]): r.get("seconds") for r in rows if "error" not in r}
+    for row in rows:
+        sibling = SIBLINGS.get(row["method"])
+        mine, theirs = seconds.get((row["method"], row["T"])), seconds.get((sibling, row["T"]))
+        if sibling and mine and theirs:
+            row["sibling"], row["ratio_to_sibling"] = sibling, mine / theirs
+            print(f"{row['method']} against {sibling} at T={row['T']}: {mine / theirs:.3f}x the time", flush=True)
+
+
 def print_table(rows: list[dict]) -> None:
     def number(value, fmt):
         return "-" if value is None else format(value, fmt)
@@ -380,6 +397,7 @@ def main(argv=None) -> dict:
                 method, llama_dir, {"method": method, **method_arguments(method, args)}, args, args.dtype
             )
         compare(rows, "vanilla", TARGETS)
+        compare_siblings(rows)
         fox_rows, fox_setup = [], None
         if not args.skip_fox:
             longest = max(args.lengths)  # no RoPE limit to refuse at: C = the longest T for all three

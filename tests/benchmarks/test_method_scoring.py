@@ -18,6 +18,7 @@ METHODS = (
     "statedclm",
     "longcache",
     "infini",
+    "clex",
 )
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")
 
@@ -43,6 +44,7 @@ def test_tiny_cpu_run_scores_every_method_and_compares_it_to_vanilla(tmp_path):
         assert rows[("vanilla", t)]["time_ratio"] == 1.0
         assert rows[("transformer(llama-mha)", t)]["time_ratio"] == 1.0
         assert rows[("fox", t)]["target"] == 1.2
+        assert rows[("clex", t)]["sibling"] == "yarn" and rows[("clex", t)]["ratio_to_sibling"] > 0
     lines = proc.stdout.rstrip().splitlines()  # the tables come last: a GPU run is read from its tail
     header = max(i for i, line in enumerate(lines) if "verdict" in line)
     assert [line.split()[0] for line in lines[header + 1 :]] == [m for m in FOX_ROWS for _ in (256, 512)]
