@@ -130,7 +130,8 @@ class LongMemLM(HFLM):
 
     # --- model construction hooks (HFLM calls these from its __init__) ----------------------
     def _get_config(self, pretrained, **kwargs) -> None:
-        super()._get_config(pretrained, **kwargs)
+        with self.longmem_method.loading_context():
+            super()._get_config(pretrained, **kwargs)
         unknown = unknown_arguments(self._config, self._config_overrides)
         if unknown:
             raise UnknownModelArgumentError(unknown_arguments_message(self.longmem_method, unknown))
@@ -143,7 +144,8 @@ class LongMemLM(HFLM):
         # Pass our (possibly edited) config so the method's changes reach the weights' model.
         if isinstance(pretrained, str):
             kwargs.setdefault("config", self._config)
-        super()._create_model(pretrained, **kwargs)
+        with self.longmem_method.loading_context():
+            super()._create_model(pretrained, **kwargs)
 
     # --- lengths ------------------------------------------------------------------------
     @property

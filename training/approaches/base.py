@@ -151,7 +151,8 @@ def load_pretrained(recipe) -> TrainableModel:
 
     source = base_model_source(recipe)
     method = build_method(recipe)
-    with hub_errors_as_training_errors(source):
+    quiet = method.loading_context() if method is not None else contextlib.nullcontext()
+    with hub_errors_as_training_errors(source), quiet:
         config = AutoConfig.from_pretrained(source)
         for name, value in recipe.model_config.items():
             setattr(config, name, value)

@@ -87,6 +87,14 @@ class LongMemMethod:
     def prepare_config(self, config) -> None:
         """Edit the Hugging Face config before the weights are loaded (e.g. RoPE scaling)."""
 
+    def loading_context(self):
+        """A context manager around reading the config and loading the weights (default: nothing):
+        where a method silences library messages its hooks answer (clex: transformers' report of
+        the CLEX tensors it does not know)."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
     def prepare_model(self, model):
         """Patch the loaded model (attention function, cache, forward loop); return it."""
         return model

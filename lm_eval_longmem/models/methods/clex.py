@@ -16,10 +16,12 @@ import logging
 from typing import Any, Literal
 
 from lm_eval_longmem.models.clex.config_format import clex_rope_settings
+from lm_eval_longmem.models.clex.load_report import drop_clex_rope_validation_message
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.rope.parameters import original_length, rope_parameters, set_rope_type
 
 logger = logging.getLogger(__name__)
+drop_clex_rope_validation_message()  # transformers' "no validation for rope_type 'clex'": method=clex answers it
 
 # The authors' defaults (their released 16K model and training scripts: max factor 16, lambda 1,
 # SiLU, step 0.01); log-scaling only where a checkpoint asks for it.
@@ -94,6 +96,11 @@ class Clex(LongMemMethod):
         # refuses a model without (one table of) RoPE; rope_theta is kept for the export's config
         self.rope_theta = float(rope_parameters(config, self.name, per_layer_type=False)["rope_theta"])
         self._original_length = original_length(config, self.name, self.args.original_length)
+
+    def loading_context(self):
+        from lm_eval_longmem.models.clex.load_report import quiet_clex_loading
+
+        return quiet_clex_loading()
 
     def prepare_model(self, model):
         from lm_eval_longmem.models.clex.attention import install_clex_attention
