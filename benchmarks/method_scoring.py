@@ -26,7 +26,8 @@ scores past 4096 are meaningless, its cost is the baseline every method is compa
 other method runs with only its own arguments, so the test also checks that each accepts T.
 
 Method settings (C = max_position_embeddings): factor 4 for pi, yarn, dynamic_ntk (s = 2) and
-lm_infinite (G = 10, local window C), max_factor 4 for clex (its untrained ODE); self_extend window min(2048, C/2), group 32; the bounded
+lm_infinite (G = 10, local window C), max_factor 4 for clex (its untrained ODE); self_extend
+window min(2048, C/2), group 32; the bounded
 caches a budget of C/2 entries (docs/methods/bounded-caches.md: 4096 for 8k models), chunk min(512, budget/4),
 min(32, budget/8) sinks, LongCache spans of min(32, budget/16) tokens (the default top-k'
 fills half the budget); infini segments of min(2048, C/2). All are flags.
