@@ -12,9 +12,12 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, DynamicCache
 
 from lm_eval_longmem.models.clex.checkpoint import ClexCheckpointError, clex_of
+from lm_eval_longmem.models.clex.generator import ClexGenerator
 from lm_eval_longmem.models.clex.scaling import FactorLimitError
 from lm_eval_longmem.models.method_registry import MethodArgumentError, build_method
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
+from lm_eval_longmem.models.runtime.cache_argument import cache_argument
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from tests.helpers.rope_helpers import load_with_method, token_ids
 
 C = 8  # a short base length, so that t changes within a few tokens
@@ -72,19 +75,41 @@ def test_below_c_clex_is_the_unchanged_model(tiny_model_dir):
 
 
 @pytest.mark.parametrize("log_scale", [False, True])
-def test_decoding_token_by_token_equals_teacher_forcing_across_changes_of_t(official_dir, log_scale):
-    model = load_with_method(official_dir, "clex", log_scale=log_scale)
+def test_one_layers_cached_keys_follow_t_exactly(tiny_model_dir, tmp_path, log_scale):
+    """Keys cached before RoPE and rotated with the current theta_t: in one layer, decoding token by
+    token equals running each prefix at once across changes of t (above it, see the generator)."""
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    one_layer = tmp_path / "one_layer"
+    AutoModelForCausalLM.from_config(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir).config.__class__(**{**config, "num_hidden_layers": 1})
+    ).save_pretrained(one_layer)
+    official = official_clex_checkpoint(one_layer, tmp_path / "official")
+    model = load_with_method(official, "clex", log_scale=log_scale)
     ids = token_ids(1, 3 * C + 2)  # t goes 1 -> 2 -> 3 -> 4 while decoding
     cache = DynamicCache()
     with torch.no_grad():
-        out = model(ids[:, :5], cache=cache, use_cache=True)
-        steps = [out.logits[:, -1]]
+        model(ids[:, :5], **cache_argument(cache), use_cache=True)
         for n in range(5, ids.shape[1]):
-            out = model(ids[:, n : n + 1], cache=cache, use_cache=True)
-            steps.append(out.logits[:, -1])
-    for n, step in zip(range(5, ids.shape[1] + 1), steps, strict=True):  # prefix of n tokens, its t = ceil(n/C)
-        torch.testing.assert_close(step, logits(model, ids[:, :n])[:, -1], rtol=0, atol=1e-4)  # one order of sums
+            step = model(ids[:, n : n + 1], **cache_argument(cache), use_cache=True).logits[:, -1]
+            torch.testing.assert_close(step, logits(model, ids[:, : n + 1])[:, -1], rtol=0, atol=1e-6)
     assert clex_of(model).factors_used == {1, 2, 3, 4}
+
+
+def test_generation_equals_teacher_forcing_across_changes_of_t(official_dir):
+    """Two layers: the layers above the first cached states of the old t, so the generator encodes
+    the sequence again when t grows; each step's logits are then those of the whole prefix."""
+    model = load_with_method(official_dir, "clex")
+    generator = ClexGenerator(model, clex_of(model))
+    steps = []
+    last_logits = generator._last_logits
+    generator._last_logits = lambda ids, cache: steps.append(last_logits(ids, cache)) or steps[-1]
+    prompt = token_ids(1, 5)[0].tolist()
+    new = generator.generate(GenerationRequest(prompt_ids=tuple(prompt), max_new_tokens=3 * C - 3))
+    sequence = torch.tensor([prompt + new])
+    for n, step in enumerate(steps, start=len(prompt)):  # the logits after the first n tokens
+        torch.testing.assert_close(step, logits(model, sequence[:, :n])[0, -1], rtol=0, atol=1e-5)
+        assert new[n - len(prompt)] == int(step.argmax())  # greedy
+    assert generator.encodes == 4  # the prompt (t = 1), then at 9, 17 and 25 tokens (t = 2, 3, 4)
 
 
 def test_t_changes_the_scores_once_the_input_passes_c(official_dir):

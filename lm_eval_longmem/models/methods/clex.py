@@ -4,9 +4,10 @@ RoPE's log-frequencies follow a learned neural ODE over the length factor t,
 dz/dt = act((z + xi(t)) U) D + xi'(t), z(1) = ln theta (`models/clex/frequency_field.py`), and a
 sequence of L tokens uses theta_t = exp(z(t)) with t = ceil(L / C), up to `max_factor`. With
 D = 0 (no trained ODE) that is NTK-aware scaling with factor 2t - 1. Keys are cached before RoPE
-and rotated with the current theta_t (`models/clex/attention.py`), so decoding equals teacher
-forcing when t grows. The machinery is `models/clex/`; this file declares the arguments, reads
-the checkpoint's settings and hooks it in.
+and rotated with the current theta_t (`models/clex/attention.py`), and generation encodes the
+sequence again when t grows (`models/clex/generator.py`), so decoding equals teacher forcing.
+The machinery is `models/clex/`; this file declares the arguments, reads the checkpoint's
+settings and hooks it in.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class Clex(LongMemMethod):
     summary = "CLEX: RoPE frequencies from a learned ODE over the length factor t = ceil(L/C), up to max_factor"
     Args = ClexArgs
     rewrites_rope = True
+    # a prompt is encoded at the t of its own length: a shorter prompt's cache was encoded at another t
+    prefix_cache_reusable = False
 
     def __init__(self, args=None):
         super().__init__(args)
@@ -132,6 +135,11 @@ class Clex(LongMemMethod):
                 self._original_length,
             )
         return model
+
+    def make_generator(self, model, tokenizer):
+        from lm_eval_longmem.models.clex.generator import ClexGenerator
+
+        return ClexGenerator(model, self._clex, tokenizer)
 
     def resolved_args(self) -> dict:
         values = super().resolved_args()
