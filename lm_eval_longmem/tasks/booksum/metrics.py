@@ -10,6 +10,7 @@ for the plot (report/booksum_plot.py) and the results JSON.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from lm_eval_longmem.tasks.booksum.rouge import mean_scores, overall
@@ -21,7 +22,7 @@ SCORES = ("rouge1", "rouge2", "rougeL", "overall")
 def scores_of(records) -> dict[str, float]:
     """R1, R2, RL and overall (x 100) over the (summary, reference) pairs of `records`."""
     r1, r2, rl = mean_scores(pair for record in records for pair in record["pairs"])
-    return {"rouge1": r1, "rouge2": r2, "rougeL": rl, "overall": overall(r1, r2, rl) if r1 == r1 else r1}
+    return {"rouge1": r1, "rouge2": r2, "rougeL": rl, "overall": math.nan if math.isnan(r1) else overall(r1, r2, rl)}
 
 
 def aggregate(score: str):
