@@ -141,7 +141,7 @@ def test_documents_round_robin_and_the_model_s_context_cuts_are_counted(tiny_mod
     task = build_task(tiny_model_dir, booksum_data, bs_greedy=True)
     docs = list(task.dataset["test"])
     assert [(d["book"], d["budget"]) for d in docs[:4]] == [(0, 16), (0, 64), (0, 256), (1, 16)]
-    assert task.config.generation_kwargs["do_sample"] is False
+    assert task.config.generation_kwargs == {"until": [], "max_gen_toks": 1024, "do_sample": False, "temperature": 0.0}
     task.config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs sets it after the task is built
     prompt = task.doc_to_text(docs[0])
     assert prompt == summary_prompt(

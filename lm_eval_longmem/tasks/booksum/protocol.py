@@ -46,5 +46,9 @@ SAMPLED = {"until": [], "max_gen_toks": 1024, "do_sample": True, "temperature": 
 GREEDY = {"until": [], "max_gen_toks": 1024, "do_sample": False, "temperature": 0.0}
 
 
-def generation_kwargs(options: BookSumOptions) -> dict:
-    return dict(GREEDY if options.greedy else SAMPLED)
+def decoding(configured: dict | None, options: BookSumOptions) -> dict:
+    """The YAML's generation settings with the decoding `options` choose: the paper's sampling,
+    or greedy without the sampling-only keys (which Hugging Face's generate would warn about)."""
+    chosen = GREEDY if options.greedy else SAMPLED
+    kept = {k: v for k, v in (configured or {}).items() if not (options.greedy and k in ("top_p", "top_k"))}
+    return {**kept, **chosen}

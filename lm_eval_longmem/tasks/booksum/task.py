@@ -23,7 +23,7 @@ from lm_eval_longmem.tasks.booksum.protocol import (
     OPTION_PREFIX,
     SAMPLED,
     BookSumOptions,
-    generation_kwargs,
+    decoding,
 )
 from lm_eval_longmem.tasks.booksum.rouge import rouge_f
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
@@ -55,7 +55,7 @@ class BookSumTask(LongMemTask):
         books = load_books(options.split, options.data)[: options.books]
         self._books = [tokenize_book(book.text, self._model.tokenizer) for book in books]
         self._references = [book.references for book in books]
-        self.config.generation_kwargs = {**(self.config.generation_kwargs or {}), **generation_kwargs(options)}
+        self.config.generation_kwargs = decoding(self.config.generation_kwargs, options)
         self._cuts: dict[tuple[int, int], tuple[BookCut, str]] = {}
         self._cuts_for_gen_toks: int | None = None
         per_budget = [
