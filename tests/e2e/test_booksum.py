@@ -1,8 +1,11 @@
 """`longmem_booksum` through the stock `lm_eval` command on the fixture (test data, not BookSum):
 a bounded-memory method (streamingllm) reads the fables past the tiny model's 128-token
-context, with results per budget, the curve, the recorded book lengths, and no book cut."""
+context, with results per budget, the curve, the recorded book lengths, and no book cut; and
+(slow tier) `--model hf` with the paper's sampling, whose context cuts books and counts them."""
 
 import json
+
+import pytest
 
 from tests.helpers.booksum_fixture import write_booksum_fixture
 from tests.helpers.cli_runs import BIN, results_of, run
@@ -54,3 +57,40 @@ def test_booksum_through_the_cli_with_a_bounded_method_past_the_context(tiny_mod
     assert prompt.startswith("Here is the beginning of a book.\n\nA Hare one day")
     assert "Slow but steady wins the race.\n\nWrite a summary of the book above.\nSummary:" in prompt  # whole book
     assert hare["arguments"]["gen_args_0"]["arg_1"]["do_sample"] is False
+
+
+@pytest.mark.slow
+def test_booksum_through_model_hf_with_the_paper_s_sampling_and_context_cuts(tiny_model_dir, tmp_path):
+    """lm-eval's own HFLM: plain-text prompts, the paper's sampling, and a full-attention model whose
+    128 tokens cut the longer fables at the 256-token budget (counted, never silently)."""
+    data = write_booksum_fixture(tmp_path / "booksum")
+    out = tmp_path / "out"
+    proc = run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "longmem_booksum",
+            "--metadata",
+            f"bs_data={data}",
+            "bs_lengths=[16,256]",
+            "--gen_kwargs",
+            "max_gen_toks=4",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
+    )
+    assert "cut 2 of 3 books shorter than the budget of 256 tokens" in proc.stderr
+    results = results_of(out)
+    metrics = results["results"]["longmem_booksum"]
+    assert metrics["cut_books@len016,none"] == 0 and metrics["cut_books@len256,none"] == 2
+    (samples_file,) = out.rglob("samples_longmem_booksum_*.jsonl")
+    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    settings = samples[0]["arguments"]["gen_args_0"]["arg_1"]
+    assert (settings["do_sample"], settings["temperature"], settings["top_p"]) == (True, 0.5, 0.95)
