@@ -25,8 +25,10 @@ from tests.helpers.booksum_fixture import FABLES, write_booksum_fixture
         ("the cat sat on the mat", "the cat lay on the mat", (5 / 6, 3 / 5, 5 / 6)),
         # P 2/3, R 2/5 -> F 1/2; bigram fox-ran: P 1/2, R 1/4 -> F 1/3; LCS "fox ran" as unigrams
         ("a fox ran", "the fox ran away fast", (1 / 2, 1 / 3, 1 / 2)),
-        # case and punctuation dropped, words over 3 letters Porter-stemmed: dogs/dog, running/runs -> run
-        ("Dogs, running!", "dog runs", (1.0, 1.0, 1.0)),
+        # case and punctuation dropped
+        ("The Cat, sat!", "the cat sat", (1.0, 1.0, 1.0)),
+        # no stemming, as SCROLLS scores it: dogs/dog and running/runs differ
+        ("dogs running", "dog runs", (0.0, 0.0, 0.0)),
         ("nothing shared", "entirely different words", (0.0, 0.0, 0.0)),
     ],
 )

@@ -1,12 +1,13 @@
 """Rouge-1, Rouge-2, Rouge-L F-measure through `rouge-score`, and the "overall" Rouge.
 
-`rouge-score` (Google's reimplementation of Lin's ROUGE, an lm-eval dependency) lower-cases,
-keeps letters and digits, and with `use_stemmer=True` Porter-stems words longer than three
-characters, as SCROLLS' summarization metric (which Bertsch et al. 2024 use) does. Rouge-L
-is the summary-level LCS over the whole text (`rougeL`, not the per-sentence `rougeLsum`).
+Scored as SCROLLS' summarization metric (Shaham et al. 2022), which Bertsch et al. (2024,
+Unlimiformer) report BookSum with: `rouge-score` (Google's reimplementation of Lin's ROUGE,
+an lm-eval dependency) lower-cases and keeps letters and digits, without stemming
+(`use_stemmer=False`, as SCROLLS passes it); Rouge-L is the summary-level LCS over the whole
+text (`rougeL`, not the per-sentence `rougeLsum`).
 
-"Overall" is the geometric mean of the three corpus-level F-measures (Shaham et al. 2022,
-SCROLLS; Bertsch et al. 2024, Unlimiformer, Table 4; the Infini-attention paper's Table 4
+"Overall" is the geometric mean of the three corpus-level F-measures (SCROLLS'
+`rouge/geometric_mean`; Bertsch et al. 2024, Table 4; the Infini-attention paper's Table 4
 copies their rows): overall = (R1 * R2 * RL) ** (1/3), over the averaged R1, R2, RL, not an
 average of per-book geometric means. E.g. BART's 36.4 / 7.6 / 15.3 gives 16.2.
 
@@ -26,7 +27,7 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 def _scorer():
     from rouge_score import rouge_scorer
 
-    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=False)
 
 
 def rouge_f(prediction: str, reference: str) -> tuple[float, float, float]:
