@@ -1,7 +1,7 @@
 """The `longmem` group: its YAML, and the real group run through the stock CLI on a tiny model.
 
-Offline, the TREC and TopicRet members read fixture files in the real datasets' schemas
-(`trec_data_dir`, `topicret_data`); everything else is the group's own per-member defaults,
+Offline, the TREC, TopicRet and BookSum members read fixture files in the real datasets'
+schemas (`trec_data_dir`, `topicret_data`, `bs_data`); everything else is the group's own per-member defaults,
 overridden only where the tiny model needs it.
 """
 
@@ -16,7 +16,14 @@ from tests.helpers.group_members import member_options
 from tests.helpers.tiny_llama import build_tiny_model
 
 GROUP_YAML = Path(TASKS_DIR) / "longmem" / "longmem.yaml"
-MEMBERS = ["forgetting_curve", "longmem_passkey", "longmem_trec_manyshot", "longmem_topicret", "longmem_perplexity"]
+MEMBERS = [
+    "forgetting_curve",
+    "longmem_passkey",
+    "longmem_trec_manyshot",
+    "longmem_topicret",
+    "longmem_perplexity",
+    "longmem_booksum",
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +86,10 @@ def test_group_runs_through_the_stock_cli(group_model, corpus_file, tmp_path):
     assert {"first_topic_acc,none", "mean_acc,none"} <= set(topicret) and topicret["skipped_documents,none"] == 0
     # ppl_points=3 and ppl_windows=2 from the group's metadata
     assert {"ppl@0256,none", "ppl@0512,none", "ppl@1024,none"} <= set(results["results"]["longmem_perplexity"])
+    # bs_lengths and bs_books from the group's metadata: 2 fables (shorter than both budgets) x 2 budgets
+    booksum = results["results"]["longmem_booksum"]
+    assert [(p["budget"], p["books"]) for p in booksum["rouge_by_length,none"]["points"]] == [(1024, 2), (4096, 2)]
+    assert booksum["cut_books@len1024,none"] == 0
 
 
 def test_group_perplexity_defaults_are_small():
@@ -87,6 +98,11 @@ def test_group_perplexity_defaults_are_small():
         ppl["metadata"]["ppl_max_length"] <= 1024
         and ppl["metadata"]["ppl_points"] * ppl["metadata"]["ppl_windows"] <= 6
     )
+
+
+def test_group_booksum_defaults_are_small():
+    (booksum,) = [t for t in load_group()["task"] if member_name(t) == "longmem_booksum"]
+    assert max(booksum["metadata"]["bs_lengths"]) <= 4096 and booksum["metadata"]["bs_books"] <= 2
 
 
 def test_group_trec_defaults_are_small():

@@ -1,6 +1,6 @@
 """The leaderboard and the comparison plots on the results file of a real `lm_eval` run.
 
-One real run of the `longmem` group (all four tasks) on the tiny Llama, offline with the
+One real run of the `longmem` group (all its tasks) on the tiny Llama, offline with the
 data fixtures, through the stock command (~20-30 s on 2 cores). A second run is derived
 from its file by changing the recorded method, as a second `lm_eval` call would write it,
 so the file format is lm-eval's own and only the numbers of the second row are made up.
@@ -78,6 +78,14 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
     }
     for length, value in perplexity.items():  # the group runs longmem_perplexity where it has it
         assert row[f"ppl@{length}"] == (f"{value:.2f}" if value < 1000 else f"{value:.4g}")
+    booksum = {
+        int(m.group(1)): value
+        for key, value in results["longmem_booksum"].items()
+        if (m := re.fullmatch(r"overall@len(\d+),none", key))
+    }
+    assert sorted(booksum) == data["configs"]["longmem_booksum"]["metadata"]["protocol"]["lengths"]
+    for budget, value in booksum.items():
+        assert row[f"booksum@{budget}"] == f"{value:.1f}"
 
 
 def test_a_second_method_beside_the_real_run_sorted_and_plotted(real_output, tmp_path, capsys):
@@ -100,6 +108,7 @@ def test_a_second_method_beside_the_real_run_sorted_and_plotted(real_output, tmp
     assert [(r["method"], r["arguments"]) for r in rows] == [("statedclm", "max_context_length=64"), ("vanilla", "")]
 
     commands = [("plot-trec", "trec.png"), ("plot-passkey", "passkey.pdf"), ("plot", "fc.png")]
+    commands.append(("plot-booksum", "booksum.png"))
     if "longmem_perplexity" in data["results"]:
         commands.append(("plot-perplexity", "ppl.png"))
     for command, name in commands:

@@ -87,12 +87,15 @@ def test_group_lists_every_missing_dataset_and_the_one_fetch_command(empty_hub_c
     )
     assert_one_message(
         proc,
-        "2 dataset(s)",
+        "3 dataset(s)",
         "CogComp/trec",
         "for longmem_trec_manyshot",
         "L4NLP/LEval",
         "for longmem_topicret",
-        "lm-eval-longmem fetch-data trec leval-topicret",
+        "abertsch/booksum-fullbooks",
+        "for longmem_booksum",
+        "lm-eval-longmem fetch-data trec leval-topicret booksum",
+        "--metadata bs_data=PATH",
     )
     assert started_nothing_heavy(proc)
 
@@ -222,9 +225,9 @@ def test_start_up_check_passes_what_it_cannot_judge(monkeypatch):
 
 
 def test_datasets_needed_follow_the_options():
-    group = {"longmem_trec_manyshot": ["trec"], "longmem_topicret": ["leval-topicret"]}
+    group = {"longmem_trec_manyshot": ["trec"], "longmem_topicret": ["leval-topicret"], "longmem_booksum": ["booksum"]}
     assert {t: [k for k, users in needed(["longmem"]).items() if t in users] for t in group} == group
-    assert needed(["longmem"], {"trec_data_dir": "/d", "topicret_data": "/t"}) == {}
+    assert needed(["longmem"], {"trec_data_dir": "/d", "topicret_data": "/t", "bs_data": "/b"}) == {}
     assert needed(["longmem_trec_manyshot"], {"trec_source": "manyshots"}) == {
         "trec-manyshots": ["longmem_trec_manyshot"]
     }

@@ -95,6 +95,8 @@ def check(tasks, **metadata):
             "Unknown corpus 'pg91' (--metadata ppl_corpus). Did you mean pg19?",
         ),
         ("longmem_perplexity", {"ppl_lengths": "[64]", "ppl_max_length": 128}, "not both"),
+        ("longmem_booksum", {"bs_data": "/nowhere", "bs_lengths": "[0,16]"}, "bs_lengths=[0,16] is out of range"),
+        ("longmem_booksum", {"bs_data": "/nowhere", "bs_split": "dev"}, "bs_split=dev is not one of train"),
     ],
 )
 def test_each_bad_option_is_one_message_at_start_up(task, metadata, expected):
@@ -106,8 +108,15 @@ def test_each_bad_option_is_one_message_at_start_up(task, metadata, expected):
 def test_group_members_are_checked_with_the_groups_options_under_the_command_lines():
     # the group sets ppl_max_length=1024: explicit lengths need it cleared, as the task would say after the load
     with pytest.raises(TaskOptionError, match="not both"):
-        check(["longmem"], **OFFLINE_TREC, topicret_data="/nowhere", ppl_lengths="[64]")
-    check(["longmem"], **OFFLINE_TREC, topicret_data="/nowhere", ppl_lengths="[64]", ppl_max_length="none")
+        check(["longmem"], **OFFLINE_TREC, topicret_data="/nowhere", bs_data="/nowhere", ppl_lengths="[64]")
+    check(
+        ["longmem"],
+        **OFFLINE_TREC,
+        topicret_data="/nowhere",
+        bs_data="/nowhere",
+        ppl_lengths="[64]",
+        ppl_max_length="none",
+    )
 
 
 def test_valid_options_pass(corpus_file):

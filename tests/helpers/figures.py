@@ -30,12 +30,13 @@ def saved(monkeypatch):
         kept.append(fig)
         return original(fig, output)
 
+    import lm_eval_longmem.report.booksum_plot as bs_plot
     import lm_eval_longmem.report.forgetting_curve_plot as fc_plot
     import lm_eval_longmem.report.passkey_plot as pk_plot
     import lm_eval_longmem.report.perplexity_plot as ppl_plot
     import lm_eval_longmem.report.trec_plot as trec_plot
 
-    for module in (fc_plot, pk_plot, ppl_plot, trec_plot):
+    for module in (fc_plot, pk_plot, ppl_plot, trec_plot, bs_plot):
         monkeypatch.setattr(module, "save_figure", keep)
     return kept
 

@@ -165,6 +165,20 @@ def perplexity_metrics(by_length: dict[int, float], with_curve: bool = True) -> 
     return metrics
 
 
+def booksum_metrics(overall_by_budget: dict[int, float], cut: dict[int, int] | None = None) -> dict:
+    """longmem_booksum's metrics as lm-eval writes them: R1/R2/RL/overall (x 100) and cut books per budget."""
+    width = len(str(max(overall_by_budget)))
+    metrics = {"name": "longmem_booksum", "alias": "longmem_booksum"}
+    for budget, value in overall_by_budget.items():
+        tag = f"len{budget:0{width}d}"
+        scores = {"rouge1": 2 * value, "rouge2": value / 2, "rougeL": value, "overall": value}
+        scores["cut_books"] = (cut or {}).get(budget, 0)
+        for name, number in scores.items():
+            metrics[f"{name}@{tag},none"] = number
+            metrics[f"{name}@{tag}_stderr,none"] = "N/A"
+    return metrics
+
+
 def lm_eval_results(
     tasks: dict[str, dict],
     method="vanilla",

@@ -600,8 +600,8 @@ DOCTORED = {
         "tasks",
         replaced(
             "docs/tasks/longmem-group.md",
-            "`longmem_topicret` and `longmem_perplexity`",
-            "TopicRet and `longmem_perplexity`",
+            "`longmem_topicret`, `longmem_perplexity`",
+            "TopicRet, `longmem_perplexity`",
         ),
         "docs/tasks/longmem-group.md does not name `longmem_topicret`, a member of the `longmem` group",
     ),

@@ -3,7 +3,7 @@
 The proof that adding a task is one new folder: a throw-away task in a temporary folder, added
 through the registry's one hook (`registry.TASK_FOLDERS`), is checked at start-up, listed by
 `lm-eval-longmem tasks`, fetched by `fetch-data`, named by the missing-datasets check and shown
-on the leaderboard, with no other edit. Then: the registry sees exactly our five tasks, with the
+on the leaderboard, with no other edit. Then: the registry sees exactly our six tasks, with the
 options, datasets and order the old tables had."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_a_new_task_folders_headline_is_on_the_leaderboard(toy_task, tmp_path, c
     assert list(row).index("passkey_all") < list(row).index("toy@100")  # ours in the group first, then the rest
 
 
-# --- our five tasks, as the old tables had them --------------------------------------------------
+# --- our six tasks, as the old tables had them (BookSum added last) ------------------------------
 
 OLD_OPTION_CLASSES = {
     "forgetting_curve": ("lm_eval_longmem.tasks.forgetting_curve.protocol", "Options"),
@@ -154,10 +154,11 @@ OLD_OPTION_CLASSES = {
     "longmem_trec_manyshot": ("lm_eval_longmem.tasks.trec_manyshot.protocol", "TrecOptions"),
     "longmem_topicret": ("lm_eval_longmem.tasks.topicret.protocol", "TopicRetOptions"),
     "longmem_perplexity": ("lm_eval_longmem.tasks.perplexity.protocol", "Options"),
+    "longmem_booksum": ("lm_eval_longmem.tasks.booksum.protocol", "BookSumOptions"),
 }
 
 
-def test_the_registry_sees_our_five_tasks_in_the_old_order_with_their_options():
+def test_the_registry_sees_our_six_tasks_in_the_old_order_with_their_options():
     assert registry.task_names() == list(OLD_OPTION_CLASSES)
     assert registry.group_members() == list(OLD_OPTION_CLASSES)
     for name, (module_name, class_name) in OLD_OPTION_CLASSES.items():
@@ -171,12 +172,13 @@ def test_the_registry_sees_our_five_tasks_in_the_old_order_with_their_options():
 
 def test_the_registry_has_the_old_datasets_once_each():
     datasets = registry.datasets()
-    assert list(datasets) == ["pg19", "trec", "trec-manyshots", "leval-topicret"]
+    assert list(datasets) == ["pg19", "trec", "trec-manyshots", "leval-topicret", "booksum"]
     assert [d.local_option for d in datasets.values()] == [
         "fc_corpus=shakespeare or a path to text files",
         "trec_data_dir=DIR",
         "trec_data_dir=DIR",
         "topicret_data=PATH",
+        "bs_data=PATH",
     ]
     users = {
         key: [d.name for d in registry.declarations() if any(n.dataset.key == key for n in d.datasets)]
@@ -187,6 +189,7 @@ def test_the_registry_has_the_old_datasets_once_each():
         "trec": ["longmem_trec_manyshot"],
         "trec-manyshots": ["longmem_trec_manyshot"],
         "leval-topicret": ["longmem_topicret"],
+        "booksum": ["longmem_booksum"],
     }
     assert needed(["forgetting_curve", "longmem_perplexity"], {"fc_corpus": "pg19", "ppl_corpus": "pg19"}) == {
         "pg19": ["forgetting_curve", "longmem_perplexity"]
@@ -226,6 +229,7 @@ def test_figures_are_declared_with_their_old_subcommands_and_help():
         "plot-passkey": "longmem_passkey",
         "plot-trec": "longmem_trec_manyshot",
         "plot-perplexity": "longmem_perplexity",
+        "plot-booksum": "longmem_booksum",
     }
     assert LOG_AXIS_HELP == f"log-scale length axis (default: {LOG_AXIS_RULE})"
 

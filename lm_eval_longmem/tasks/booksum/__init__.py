@@ -1,0 +1,1 @@
+"""Book-level BookSum (Infini-attention's book summarization): Rouge by how much of the book is read."""
