@@ -37,7 +37,7 @@ def test_clex_trains_on_two_processes_where_one_draws_a_factor_that_leaves_the_o
 ):
     """Each process draws its own t' per forward; at t' = 1 the ODE's U and D are not in that process's
     graph, which plain DDP refuses ("Expected to have finished reduction ..."): approach=clex asks DDP
-    to look for unused parameters. Seed 3 makes the two processes draw t' = 1 and t' > 1 in a step."""
+    to look for unused parameters (with it switched off this run fails with that error)."""
     launch, env = two_cpu_processes(29527, "lm_eval_longmem_training")
     overrides = tiny_overrides(tiny_model_dir, corpus_file, tmp_path / "two", micro_batch_size=1, max_steps=4)
     proc = subprocess.run([*launch, "tiny-clex", *overrides], capture_output=True, text=True, env=env, timeout=600)
