@@ -67,6 +67,19 @@ def _isolated_environment(tmp_path_factory):
     os.environ.update(saved)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread; with another job on the cores, torch's spinning threads
+    made the family matrix 50x slower (measured: 170 s against 3 s). `pytestmark =
+    pytest.mark.usefixtures("one_torch_thread")` in a module of tiny-model tests."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def corpus_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "words.txt"

@@ -21,6 +21,7 @@ from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from tests.helpers.rope_helpers import load_with_method, token_ids
 
 C = 8  # a short base length, so that t changes within a few tokens
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def official_clex_checkpoint(source, destination, param_factor=1, max_factor=4, log_scale=False, seed=1):

@@ -53,14 +53,7 @@ NEUTRAL: dict[str, dict] = {
 SAME = 1e-5  # one computation in another order (test_method_matrix.py)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Models this small run fastest on one thread; with another job on the cores, torch's spinning
-    threads made this module 50x slower (measured: 170 s against 3 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
