@@ -62,6 +62,13 @@ def _isolated_environment(tmp_path_factory):
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # One worker per core already: a worker's (and its subprocesses') extra torch threads only
+        # spin against the other workers on tiny models (one_torch_thread's measurements).
+        import torch
+
+        torch.set_num_threads(1)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
     yield
     os.environ.clear()
     os.environ.update(saved)

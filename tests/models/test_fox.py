@@ -401,8 +401,9 @@ def test_logits_to_keep_hidden_states_and_tuples():
     ids = torch.randint(1, 97, (1, 6), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         full = model(ids).logits
-        assert torch.allclose(model(ids, logits_to_keep=2).logits, full[:, -2:])
-        assert torch.allclose(model(ids, logits_to_keep=torch.tensor([0, 3])).logits, full[:, [0, 3]])
+        # the head over 2 rows vs 6 rows: another blocking of the same sums (float32 rounding apart)
+        torch.testing.assert_close(model(ids, logits_to_keep=2).logits, full[:, -2:])
+        torch.testing.assert_close(model(ids, logits_to_keep=torch.tensor([0, 3])).logits, full[:, [0, 3]])
         out = model(ids, output_hidden_states=True)
         assert len(out.hidden_states) == model.config.num_hidden_layers + 1
         body = model.model(input_ids=ids, use_cache=False).last_hidden_state
