@@ -145,6 +145,9 @@ ARGUMENT_RANGES = {
     "low_freq_factor": lambda v: v > 0,
     "high_freq_factor": lambda v: v > 0,
     "beta_init": lambda v: True,  # a gate logit: any finite number
+    "max_factor": lambda v: 1 <= v <= 1024,  # CLEX's largest t (past 1024: an ODE of 10^5 steps, a typo)
+    "param_factor": lambda v: v >= 1,  # CLEX's ODE width multiplier lambda
+    "time_dt": lambda v: 0 < v <= 1,  # CLEX's RK4 step in t
 }
 ARGUMENT_ORDER = {("beta_slow", "beta_fast"), ("low_freq_factor", "high_freq_factor")}  # (smaller, larger)
 LARGEST_TENSOR_INDEX = 2**63 - 1  # an integer argument (a count or size of tokens) beyond it cannot be used

@@ -32,7 +32,7 @@ def test_misspelled_task_is_one_line_with_a_suggestion():
         proc,
         "lm_eval: error: Unknown task 'forgeting_curve'. Did you mean forgetting_curve?",
         "`lm_eval ls tasks` lists all",
-        "this plugin's: forgetting_curve, longmem, longmem_passkey",
+        "this plugin's: forgetting_curve, longmem, longmem_booksum, longmem_passkey",
     )
 
 
