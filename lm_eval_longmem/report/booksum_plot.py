@@ -21,6 +21,7 @@ from lm_eval_longmem.report.figures import (
     log2_axis,
     pyplot,
     run_colors,
+    runs_with_points,
     save_figure,
     wrap,
 )
@@ -57,15 +58,7 @@ def draw_for_command(runs: list[RunInfo], output: str | Path, args) -> Path:
 def plot_booksum_rouge(runs: list[RunInfo], output: str | Path, title: str | None = None) -> Path:
     check_output(output)
     plt = pyplot()
-    drawn = [(run, booksum_points(run)) for run in runs]
-    drawn = [(run, points) for run, points in drawn if points]
-    if not drawn:
-        from lm_eval_longmem.errors import ResultsFileError
-
-        raise ResultsFileError(
-            f"No run has per-budget BookSum Rouge (overall@len<N> metrics of {TASK}): "
-            + ", ".join(str(run.source) for run in runs)
-        )
+    drawn = runs_with_points(runs, booksum_points, f"per-budget BookSum Rouge (overall@len<N> metrics of {TASK})")
     labels, shared = legend_labels([short_model_name(r.model) for r, _ in drawn], [r.variant for r, _ in drawn])
     series = [Series(label, tuple(points), tuple(points.values())) for (_, points), label in zip(drawn, labels)]
     colors = run_colors(len(series))

@@ -80,6 +80,18 @@ def common_model(models: Sequence[str]) -> str | None:
     return models[0] if models and all(model == models[0] for model in models) else None
 
 
+def runs_with_points(runs, points_of, missing: str) -> list[tuple]:
+    """(run, points) for each run that has any points; when none has, one error naming what is
+    `missing` and the runs looked at (a plot of nothing helps no one)."""
+    drawn = [(run, points_of(run)) for run in runs]
+    drawn = [(run, points) for run, points in drawn if points]
+    if not drawn:
+        from lm_eval_longmem.errors import ResultsFileError
+
+        raise ResultsFileError(f"No run has {missing}: " + ", ".join(str(run.source) for run in runs))
+    return drawn
+
+
 def legend_labels(models: Sequence[str], variants: Sequence[str]) -> tuple[list[str], str | None]:
     """Per-run legend text and the shared model (None when the runs differ in model).
 

@@ -19,6 +19,7 @@ from lm_eval_longmem.report.figures import (
     log2_axis,
     pyplot,
     run_colors,
+    runs_with_points,
     save_figure,
     series_with_interval,
     wrap,
@@ -49,15 +50,7 @@ def draw_for_command(runs: list[RunInfo], output: str | Path, args) -> Path:
 def plot_trec_accuracy(runs: list[RunInfo], output: str | Path, title: str | None = None) -> Path:
     check_output(output)
     plt = pyplot()
-    drawn = [(run, trec_points(run)) for run in runs]
-    drawn = [(run, points) for run, points in drawn if points]
-    if not drawn:
-        from lm_eval_longmem.errors import ResultsFileError
-
-        raise ResultsFileError(
-            f"No run has per-shot TREC accuracies (acc@<N>shots metrics of {TASK}): "
-            + ", ".join(str(run.source) for run in runs)
-        )
+    drawn = runs_with_points(runs, trec_points, f"per-shot TREC accuracies (acc@<N>shots metrics of {TASK})")
     labels, shared = legend_labels([short_model_name(r.model) for r, _ in drawn], [r.variant for r, _ in drawn])
     series = [series_with_interval(label, points) for (_, points), label in zip(drawn, labels)]
     width = 9
