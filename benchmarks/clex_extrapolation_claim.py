@@ -24,22 +24,16 @@ import argparse
 import math
 import os
 import random
-import tempfile
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from yarn_finetune_claim import (  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
-    HELD_OUT_PLAYS,
-    measure_chars_per_token,
+    add_base_arguments,
+    pretrain_base,
     run_recipe,
-    write_tokenizer,
-    write_training_text,
 )
-
-from lm_eval_longmem.data.corpora import load_shakespeare  # noqa: E402
 
 FINE_TUNE_FACTOR = 2
 CLEX_MAX_FACTOR = 8
@@ -86,53 +80,14 @@ def ratio_interval(a: dict, b: dict, draws: int = 2000, seed: int = 0) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--context", type=int, default=128, help="pretraining length C")
-    parser.add_argument("--vocab", type=int, default=2048)
-    parser.add_argument("--pretrain-steps", type=int, default=6000)
-    parser.add_argument("--finetune-steps", type=int, default=300)
-    parser.add_argument("--finetune-lr", type=float, default=5e-4)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--layers", type=int, default=2)
+    add_base_arguments(parser)
     parser.add_argument("--ppl-windows", type=int, default=16)
-    parser.add_argument("--train-plays", type=int, default=20)
     args = parser.parse_args()
     c = args.context
     lengths = [c, FINE_TUNE_FACTOR * c, 4 * c, CLEX_MAX_FACTOR * c]
     started = time.perf_counter()
 
-    plays = load_shakespeare().documents
-    train_plays = list(plays[:-HELD_OUT_PLAYS][: args.train_plays])
-    work = Path(tempfile.mkdtemp(prefix="clex_extrapolation_claim_"))
-    tokenizer = write_tokenizer(train_plays, work / "tokenizer", args.vocab)
-    write_training_text(train_plays, work / "train", c, measure_chars_per_token(tokenizer, train_plays), seed=0)
-    (work / "held_out").mkdir()
-    for i, play in enumerate(plays[-HELD_OUT_PLAYS:]):
-        (work / "held_out" / f"{i:02d}.txt").write_text(play, encoding="utf-8")
-
-    llama = {
-        "model_type": "llama",
-        "hidden_size": args.hidden,
-        "intermediate_size": 4 * args.hidden,
-        "num_hidden_layers": args.layers,
-        "num_attention_heads": args.hidden // 32,
-        "num_key_value_heads": args.hidden // 32,
-        "max_position_embeddings": c,
-        "rope_theta": 10000.0,
-        "tie_word_embeddings": True,
-    }
-    base = run_recipe(
-        "tiny-transformer",
-        [
-            "model_config={" + ", ".join(f"{k}: {v}" for k, v in llama.items()) + "}",
-            f"tokenizer={tokenizer}",
-            f"data={work / 'train'}",
-            f"seq_len={c}",
-            f"max_steps={args.pretrain_steps}",
-            "micro_batch_size=8",
-            "warmup_steps=50",
-            f"output_dir={work / 'base'}",
-        ],
-    )["export"]
+    work, base, _ = pretrain_base(args, "clex_extrapolation_claim_")
     same_budget = [
         f"model={base}",
         f"data={work / 'train'}",

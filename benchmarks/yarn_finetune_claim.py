@@ -131,8 +131,8 @@ def evaluate(model_args: dict, metadata: dict) -> tuple[dict[int, tuple[float, f
     return copy, ppl
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_base_arguments(parser: argparse.ArgumentParser) -> None:
+    """The tiny base model's and the fine-tunes' sizes (shared with clex_extrapolation_claim.py)."""
     parser.add_argument("--context", type=int, default=128, help="pretraining length C")
     parser.add_argument("--vocab", type=int, default=2048, help="BPE vocabulary trained on the training plays")
     parser.add_argument("--pretrain-steps", type=int, default=6000)
@@ -140,24 +140,20 @@ def main() -> None:
     parser.add_argument("--finetune-lr", type=float, default=5e-4)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--fc-samples", type=int, default=8)
-    parser.add_argument("--ppl-windows", type=int, default=8)
     parser.add_argument("--train-plays", type=int, default=20, help="plays to train on (the last four are held out)")
-    args = parser.parse_args()
-    c = args.context
-    lengths = sorted({c // 4, (c - 1) // 2, 3 * c // 4, c, 3 * c // 2, (FACTOR * c - 1) // 2})
-    ppl_lengths = [c // 2, c, 2 * c, FACTOR * c]
-    started = time.perf_counter()
 
+
+def pretrain_base(args, prefix: str) -> tuple[Path, str, list[str]]:
+    """Step 1: (work folder with train/ and held_out/, the pretrained base's export, the training plays)."""
+    c = args.context
     plays = load_shakespeare().documents
     train_plays = list(plays[:-HELD_OUT_PLAYS][: args.train_plays])
-    work = Path(tempfile.mkdtemp(prefix="yarn_finetune_claim_"))
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     tokenizer = write_tokenizer(train_plays, work / "tokenizer", args.vocab)
     write_training_text(train_plays, work / "train", c, measure_chars_per_token(tokenizer, train_plays), seed=0)
     (work / "held_out").mkdir()
     for i, play in enumerate(plays[-HELD_OUT_PLAYS:]):
         (work / "held_out" / f"{i:02d}.txt").write_text(play, encoding="utf-8")
-
     llama = {
         "model_type": "llama",
         "hidden_size": args.hidden,
@@ -182,6 +178,21 @@ def main() -> None:
             f"output_dir={work / 'base'}",
         ],
     )["export"]
+    return work, base, train_plays
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_base_arguments(parser)
+    parser.add_argument("--fc-samples", type=int, default=8)
+    parser.add_argument("--ppl-windows", type=int, default=8)
+    args = parser.parse_args()
+    c = args.context
+    lengths = sorted({c // 4, (c - 1) // 2, 3 * c // 4, c, 3 * c // 2, (FACTOR * c - 1) // 2})
+    ppl_lengths = [c // 2, c, 2 * c, FACTOR * c]
+    started = time.perf_counter()
+
+    work, base, train_plays = pretrain_base(args, "yarn_finetune_claim_")
     yarn_args = dict(load_recipe("tiny-yarn").method_args, factor=float(FACTOR))
     tuned = run_recipe(
         "tiny-yarn",
