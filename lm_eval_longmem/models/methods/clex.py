@@ -128,9 +128,9 @@ class Clex(LongMemMethod):
         self._clex = clex
         if not trained:
             logger.warning(
-                "method=clex: %s has no trained CLEX ODE weights (clex_layer.proj_func.*), so its ODE is the "
-                "untrained one (D = 0): this runs NTK-aware scaling with factor 2t-1, t = ceil(L/%d). Train one "
-                "with `lm-eval-longmem train` (approach clex) for CLEX proper.",
+                "method=clex: %s has no trained CLEX ODE weights (clex_layer.proj_func.*), so its ODE starts "
+                "untrained (D = 0): that is NTK-aware scaling with factor 2t-1, t = ceil(L/%d), until the ODE is "
+                "trained (`lm-eval-longmem train`, approach clex).",
                 getattr(model, "name_or_path", "the model") or "the model",
                 self._original_length,
             )
