@@ -47,6 +47,7 @@ TINY_ARGUMENTS: dict[str, dict] = {
     "infini": {"segment_length": 16},
     "fox": {},  # runs the tiny FoX checkpoint as trained
     "kvpress": {"press": "knorm", "compression_ratio": 0.5},
+    "landmark": {"top_k": 2},  # its checkpoint's blocks of 4 and length 32: windows of 20, so 44 tokens retrieve
 }
 # A method documented to score as vanilla on its checkpoint with its row, and why.
 SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}
