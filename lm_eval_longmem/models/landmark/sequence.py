@@ -40,11 +40,13 @@ class LandmarkSequence:
         window: int,
         selection: Selection = "per_token_and_head",
         retrieval: bool = True,
+        queries_per_pass: int | None = QUERIES_PER_PASS,
     ):
         if window % block_size:
             raise ValueError(f"the window ({window}) must hold whole blocks of {block_size}")
         self.decoder = decoder
         self.block_size, self.top_k, self.window, self.retrieval = block_size, top_k, window, retrieval
+        self.queries_per_pass = queries_per_pass or window  # None: a window in one pass (training, no retrieval)
         d = decoder
         self.stores = [
             BlockStore(d.num_kv_heads, block_size, d.head_dim, d.dtype, d.device) for _ in range(d.num_layers)
@@ -72,7 +74,7 @@ class LandmarkSequence:
             raise ValueError("feed needs at least one token")
         pieces, start = [], 0
         while start < len(ids):
-            stop = start + min(len(ids) - start, self.window - self.window_fill, QUERIES_PER_PASS)
+            stop = start + min(len(ids) - start, self.window - self.window_fill, self.queries_per_pass)
             pieces.append(self._forward(ids[start:stop]))
             start = stop
             if self.window_fill == self.window:
