@@ -18,6 +18,7 @@ METHODS = (
     "statedclm",
     "longcache",
     "infini",
+    "landmark",
 )
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")
 
