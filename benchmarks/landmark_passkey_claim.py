@@ -8,10 +8,13 @@ method's `LandmarkGenerator`):
 
 * vocabulary: filler tokens repeating a fixed 7-token sentence (as the passkey task's
   "The grass is green..." line repeats), a KEY marker followed by a 3-digit key, and at the end
-  a QUERY marker after which the model must say the three digits;
+  QUERY KEY, after which the model must say the three digits (as the passkey prompt ends with
+  "The pass key is", the words that came before the key);
 * a 3-layer Llama (hidden 64, 4 query / 2 key-value heads: GQA), trained at `--train-length`
   visible tokens (blocks of `--block` with a landmark each; loss with landmarks, as the study), the
   key at a random depth;
+* half the training rows are copy rows instead (a random string repeated: every token of the second
+  half is a retrieval target), which gives the tiny model enough signal to learn to retrieve;
 * the same architecture trained the same steps on the same rows without landmarks: `vanilla`.
 
 Evaluated at the training length and at 4x and 8x it, the key in the first 10% of the prompt, the
@@ -38,18 +41,27 @@ PAD, BOS, KEY, QUERY = 0, 1, 2, 3
 DIGITS = list(range(4, 14))
 FILLER = list(range(14, 21))  # one 7-token sentence, repeated
 LANDMARK = 21
-VOCAB = 22
+WORDS = list(range(22, 128))  # the alphabet of copy rows: mostly unique tokens in a row
+VOCAB = 128
 KEY_DIGITS = 3
 
 
 def make_row(length: int, depth: float, key: list[int], rng: random.Random) -> tuple[list[int], list[int]]:
     """(prompt ending with QUERY, the key): `length` tokens in all with the answer."""
-    body = length - 1 - (KEY_DIGITS + 1) - 1 - KEY_DIGITS  # bos, key line, query, answer
+    body = length - 1 - (KEY_DIGITS + 1) - 2 - KEY_DIGITS  # bos, key line, question, answer
     start = rng.randrange(len(FILLER))
     filler = [FILLER[(start + i) % len(FILLER)] for i in range(body)]
     at = int(depth * body)
-    prompt = [BOS] + filler[:at] + [KEY] + key + filler[at:] + [QUERY]
+    prompt = [BOS] + filler[:at] + [KEY] + key + filler[at:] + [QUERY, KEY]
     return prompt, key
+
+
+def copy_row(length: int, rng: random.Random) -> list[int]:
+    """A random string of words repeated: every token of the second half is an induction
+    target (look back one half, copy), the dense signal that teaches the model to retrieve."""
+    half = [rng.choice(WORDS) for _ in range((length - 1) // 2)]
+    row = [BOS] + half + half
+    return row + [rng.choice(FILLER) for _ in range(length - len(row))]
 
 
 def random_key(rng: random.Random) -> list[int]:
@@ -86,6 +98,9 @@ def train(model, landmark: bool, args, log) -> float:
     for step in range(1, args.steps + 1):
         rows = []
         for _ in range(args.batch):
+            if rng.random() < args.copy_fraction:
+                rows.append(copy_row(args.train_length, rng))
+                continue
             prompt, key = make_row(args.train_length, rng.random(), random_key(rng), rng)
             rows.append(prompt + key)
         batch = torch.tensor(rows)
@@ -150,6 +165,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--copy-fraction", type=float, default=0.5, help="share of training rows that are copy rows")
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("landmark-claim"))
