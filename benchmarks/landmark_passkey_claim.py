@@ -10,12 +10,13 @@ method's `LandmarkGenerator`):
   "The grass is green..." line repeats), a KEY marker followed by a 3-digit key, and at the end
   QUERY KEY, after which the model must say the three digits (as the passkey prompt ends with
   "The pass key is", the words that came before the key);
-* a 3-layer Llama (hidden 64, 4 query / 2 key-value heads: GQA), trained at `--train-length`
-  visible tokens (blocks of `--block` with a landmark each; loss with landmarks, as the study), the
-  key at a random depth;
+* a 3-layer Llama (hidden 64, 4 query / 2 key-value heads: GQA) first trained with plain attention
+  at `--train-length` tokens (`--pretrain-steps`: the "pretrained model"), then fine-tuned with
+  landmarks as the paper does (`--steps`; blocks of `--block`, loss with landmarks, as the study);
+  the key at a random depth;
 * half the training rows are copy rows instead (a random string repeated: every token of the second
   half is a retrieval target), which gives the tiny model enough signal to learn to retrieve;
-* the same architecture trained the same steps on the same rows without landmarks: `vanilla`.
+* `vanilla`: the pretrained model continued the same steps on the same rows without landmarks.
 
 Evaluated at the training length and at 4x and 8x it, the key in the first 10% of the prompt, the
 same keys for every model, greedy, correct iff the three digits come back:
@@ -29,6 +30,7 @@ Each cell: accuracy and its 95% Wilson interval over `--samples` prompts.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import time
@@ -43,6 +45,10 @@ FILLER = list(range(14, 21))  # one 7-token sentence, repeated
 LANDMARK = 21
 WORDS = list(range(22, 128))  # the alphabet of copy rows: mostly unique tokens in a row
 VOCAB = 128
+# Copy rows draw from every token the passkey rows use too: at this size a retrieval circuit learned
+# on some tokens does not carry over to others (trained on words alone, the model copied words
+# perfectly and answered every key with one constant digit).
+COPY_ALPHABET = WORDS + DIGITS + [KEY, QUERY]
 KEY_DIGITS = 3
 
 
@@ -59,7 +65,7 @@ def make_row(length: int, depth: float, key: list[int], rng: random.Random) -> t
 def copy_row(length: int, rng: random.Random) -> list[int]:
     """A random string of words repeated: every token of the second half is an induction
     target (look back one half, copy), the dense signal that teaches the model to retrieve."""
-    half = [rng.choice(WORDS) for _ in range((length - 1) // 2)]
+    half = [rng.choice(COPY_ALPHABET) for _ in range((length - 1) // 2)]
     row = [BOS] + half + half
     return row + [rng.choice(FILLER) for _ in range(length - len(row))]
 
@@ -88,14 +94,14 @@ def build_model(train_length: int, seed: int):
     return LlamaForCausalLM(config)
 
 
-def train(model, landmark: bool, args, log) -> float:
+def train(model, landmark: bool, args, log, steps: int, seed: int) -> float:
     from lm_eval_longmem_training.landmark_causal_lm import LandmarkCausalLM
 
-    rng = random.Random(args.seed)
+    rng = random.Random(seed)
     step_model = LandmarkCausalLM(model, LANDMARK, args.block, True) if landmark else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     started = time.perf_counter()
-    for step in range(1, args.steps + 1):
+    for step in range(1, steps + 1):
         rows = []
         for _ in range(args.batch):
             if rng.random() < args.copy_fraction:
@@ -108,7 +114,7 @@ def train(model, landmark: bool, args, log) -> float:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if step % 50 == 0 or step == args.steps:
+        if step % 50 == 0 or step == steps:
             log(f"  {'landmark' if landmark else 'vanilla '} step {step}: loss {loss.item():.3f}")
     return time.perf_counter() - started
 
@@ -162,7 +168,8 @@ def main() -> None:
     parser.add_argument("--train-length", type=int, default=128, help="visible tokens per training row")
     parser.add_argument("--block", type=int, default=8, help="block_size (7 tokens + the landmark)")
     parser.add_argument("--top-k", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--pretrain-steps", type=int, default=1500, help="plain-attention steps before the two runs")
+    parser.add_argument("--steps", type=int, default=800, help="landmark fine-tune steps (and vanilla's, continued)")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--copy-fraction", type=float, default=0.5, help="share of training rows that are copy rows")
@@ -176,11 +183,14 @@ def main() -> None:
     def log(line):
         print(line, flush=True)
 
-    models, seconds = [], {}
-    for landmark in (True, False):
-        model = build_model(args.train_length, args.seed)
-        seconds["landmark" if landmark else "vanilla"] = train(model.train(), landmark, args, log)
-        models.append(model.eval())
+    seconds = {}
+    base = build_model(args.train_length, args.seed)
+    if args.pretrain_steps:  # as the paper fine-tunes a pretrained model: plain attention first
+        seconds["pretrain"] = train(base.train(), False, args, log, args.pretrain_steps, args.seed)
+    landmark_model = copy.deepcopy(base)
+    seconds["landmark"] = train(landmark_model.train(), True, args, log, args.steps, args.seed + 1)
+    seconds["vanilla"] = train(base.train(), False, args, log, args.steps, args.seed + 1)  # same rows, same budget
+    models = [landmark_model.eval(), base.eval()]
     cells = evaluate(args, models)
     report = {"args": {k: str(v) for k, v in vars(args).items()}, "train_seconds": seconds, "cells": cells}
     (args.work / "results.json").write_text(json.dumps(report, indent=2))
