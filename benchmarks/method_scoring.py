@@ -9,8 +9,9 @@ around each), peak memory and the scoring memory above the loaded weights
 (`torch.cuda.max_memory_allocated`, reset per measurement; on the CPU the process's resident
 high-water mark), each as a ratio to `vanilla` at the same T, and a verdict against a target:
 pi / yarn / dynamic_ntk <= 1.05x vanilla's time, self_extend / lm_infinite <= 1.1x, the bounded
-caches (streamingllm, statedclm, longcache) <= 2x, infini <= 1.5x, clex <= 1.05x (and its time
-against yarn's, printed and kept as `ratio_to_sibling`). The memory ratio compares the
+caches (streamingllm, statedclm, longcache) <= 2x, infini <= 1.5x, landmark <= 3x (its windows
+re-read k retrieved blocks per query token and head), clex <= 1.05x (and its time against yarn's,
+printed and kept as `ratio_to_sibling`). The memory ratio compares the
 scoring memory (weights are the same for every method and would only dilute it).
 
 The model is a random-weight Llama of about 1B parameters (hidden 2048, 16 layers, 32 query / 8
@@ -30,7 +31,10 @@ lm_infinite (G = 10, local window C), max_factor 4 for clex (its untrained ODE);
 window min(2048, C/2), group 32; the bounded
 caches a budget of C/2 entries (docs/methods/bounded-caches.md: 4096 for 8k models), chunk min(512, budget/4),
 min(32, budget/8) sinks, LongCache spans of min(32, budget/16) tokens (the default top-k'
-fills half the budget); infini segments of min(2048, C/2). All are flags.
+fills half the budget); infini segments of min(2048, C/2). All are flags. Landmark runs as the
+study set it where C allows (blocks of min(64, C/8), trained length min(512, C), top_k
+min(5, T/B - 2): 64, 512, 5 on the 1B model, windows of 128); the random checkpoint's config
+names its last token `<landmark>` (the weights are random either way).
 
 FoX against a matched Transformer: a FoX (LLaMA: forget gate, no RoPE, no Pro switches) of the
 same hidden size, layers, heads and MLP, scored through `longmem` (method fox, picked by its
@@ -78,6 +82,7 @@ TARGETS = {
     "longcache": 2.0,
     "infini": 1.5,
     "clex": 1.05,
+    "landmark": 3.0,
 }
 METHODS = tuple(TARGETS)
 # Methods also compared to a sibling at the same T: CLEX rotates every key per forward (keys are cached
@@ -111,7 +116,13 @@ def method_arguments(name: str, args) -> dict:
         "longcache": {**bounded, "span_size": max(1, min(32, budget // 16))},
         "infini": {"segment_length": args.segment or min(2048, context // 2)},
         "clex": {"max_factor": int(args.factor)},  # no trained ODE: NTK with factor 2t-1, the same work
+        "landmark": landmark_arguments(context),
     }[name]
+
+
+def landmark_arguments(context: int) -> dict:
+    block, trained = min(64, context // 8), min(512, context)
+    return {"block_size": block, "train_context_length": trained, "top_k": min(5, trained // block - 2)}
 
 
 def word_level_tokenizer():
@@ -384,6 +395,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:
         work = Path(work)
         main_config = llama_config(args, args.kv_heads, args.max_position)
+        main_config.mem_id = args.vocab - 1  # method=landmark's token; other methods ignore the key
         print(
             f"model: Llama hidden {args.hidden}, {args.layers} layers, {args.heads}/{args.kv_heads} heads, "
             f"MLP {args.intermediate}, vocab {args.vocab}, C = {args.max_position}",

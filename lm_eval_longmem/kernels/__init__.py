@@ -3,4 +3,6 @@ reference it is tested against (as flash-linear-attention lays out its ops):
 
 * `forgetting_attention/`: causal attention with per-query/per-key additive biases
   (FoX's forget gates; ALiBi and stated-CLM's merge counts have the same form).
+* `grouped_softmax/`: Landmark Attention's grouped softmax, in which a block's landmark key gates
+  attention to that block.
 """

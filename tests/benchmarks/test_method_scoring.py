@@ -19,6 +19,7 @@ METHODS = (
     "longcache",
     "infini",
     "clex",
+    "landmark",
 )
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")
 

@@ -126,7 +126,7 @@ ARGUMENT_RANGES = {
     "sink_length": lambda v: v >= 0,
     "max_context_length": lambda v: v >= 1,
     "chunk_size": lambda v: v >= 1,
-    "top_k": lambda v: v >= 0,
+    "top_k": lambda v: v >= 0,  # longcache's; landmark refuses 0 too (a stricter check is no silent repair)
     "span_size": lambda v: v >= 1,
     "top_k_prime": lambda v: v >= 0,
     "global_tokens": lambda v: v >= 0,
@@ -148,6 +148,8 @@ ARGUMENT_RANGES = {
     "max_factor": lambda v: 1 <= v <= 1024,  # CLEX's largest t (past 1024: an ODE of 10^5 steps, a typo)
     "param_factor": lambda v: v >= 1,  # CLEX's ODE width multiplier lambda
     "time_dt": lambda v: 0 < v <= 1,  # CLEX's RK4 step in t
+    "block_size": lambda v: v >= 2,  # landmark: the block's tokens plus its landmark
+    "train_context_length": lambda v: v >= 1,
 }
 ARGUMENT_ORDER = {("beta_slow", "beta_fast"), ("low_freq_factor", "high_freq_factor")}  # (smaller, larger)
 LARGEST_TENSOR_INDEX = 2**63 - 1  # an integer argument (a count or size of tokens) beyond it cannot be used

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers.fox_fixtures import build_tiny_fox
 
 # A method that needs a checkpoint of its own besides FoX: the fixture that builds it.
-OWN_CHECKPOINT = {"longrope": "tiny_longrope_dir"}
+OWN_CHECKPOINT = {"longrope": "tiny_longrope_dir", "landmark": "tiny_landmark_dir"}
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +38,14 @@ def tiny_longrope_dir(tiny_model_dir, tmp_path_factory):
     }
     (directory / "config.json").write_text(json.dumps(config))
     return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_landmark_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny Llama with a `<landmark>` token: blocks of 4, trained length 32 (untrained weights)."""
+    from tests.helpers.landmark_checkpoint import build_tiny_landmark
+
+    return build_tiny_landmark(tmp_path_factory.mktemp("matrix_landmark") / "model", tiny_model_dir)
 
 
 def checkpoint_of(name: str, request):

@@ -102,3 +102,16 @@ def with_longrope_factors(directory, destination):
     config.pop("original_max_position_embeddings", None)
     (destination / "config.json").write_text(json.dumps(config))
     return destination
+
+
+def with_landmark_layout(directory, destination):
+    """A copy of a family checkpoint whose config names its last token `<landmark>`, in the layout keys
+    of a landmark checkpoint (blocks of 4, trained length 32): the weights stay random."""
+    import json
+
+    shutil.copytree(directory, destination)
+    config = json.loads((destination / "config.json").read_text())
+    vocab = config.get("vocab_size") or config["text_config"]["vocab_size"]
+    config.update(mem_id=vocab - 1, mem_freq=3, train_context_length=32, include_landmark_in_loss=True)
+    (destination / "config.json").write_text(json.dumps(config))
+    return destination

@@ -21,7 +21,7 @@ from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.models.method_registry import available_methods
 from lm_eval_longmem.models.method_registry.family_support import FAMILIES, support
 from tests.helpers.markers import requires_kvpress
-from tests.helpers.tiny_families import build_family_model, with_longrope_factors
+from tests.helpers.tiny_families import build_family_model, with_landmark_layout, with_longrope_factors
 from tests.methods.test_method_matrix import CONTEXT, TINY_ARGUMENTS, model_args_text, score
 
 # fox runs FoX checkpoints only (its own architecture: refused on every family here, before loading;
@@ -50,6 +50,8 @@ NEUTRAL: dict[str, dict] = {
     "kvpress": {"press": "knorm", "compression_ratio": 0.0},  # nothing pressed
     "clex": {"original_length": 64},  # the input (44) is shorter than C: t = 1, the model's own RoPE
 }
+# Methods no setting of which reads an input as vanilla does, and why.
+NEVER_NEUTRAL = {"landmark": "inserts a <landmark> token after every block: the model reads another sequence"}
 SAME = 1e-5  # one computation in another order (test_method_matrix.py)
 
 
@@ -74,9 +76,17 @@ def vanilla_scores() -> dict:
     return {}
 
 
+@pytest.fixture(scope="module")
+def landmark_dirs(family_dirs, tmp_path_factory):
+    """Each family's checkpoint naming its last token `<landmark>` (blocks of 4, trained length 32)."""
+    root = tmp_path_factory.mktemp("families_landmark")
+    return {family: with_landmark_layout(path, root / family) for family, path in family_dirs.items()}
+
+
 @pytest.fixture
 def checkpoints(request, family_dirs, method):
-    return request.getfixturevalue("longrope_dirs") if method == "longrope" else family_dirs
+    own = {"longrope": "longrope_dirs", "landmark": "landmark_dirs"}
+    return request.getfixturevalue(own[method]) if method in own else family_dirs
 
 
 def run(directory, method: str, arguments: dict):
@@ -99,7 +109,7 @@ def assert_refusal_matches_table(err, method: str, family: str):
 
 
 def test_every_method_has_a_neutral_row():
-    assert sorted(set(available_methods()) - ELSEWHERE - set(NEUTRAL)) == []
+    assert sorted(set(available_methods()) - ELSEWHERE - set(NEUTRAL) - set(NEVER_NEUTRAL)) == []
 
 
 def test_the_table_names_only_methods_that_exist():
@@ -125,6 +135,8 @@ def test_scores_or_refuses_in_one_line(checkpoints, family, method):
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", METHODS)
 def test_neutral_settings_score_as_vanilla(checkpoints, family, method, vanilla_scores):
+    if method in NEVER_NEUTRAL:
+        pytest.skip(NEVER_NEUTRAL[method])
     directory = checkpoints[family]
     if directory not in vanilla_scores:
         vanilla_scores[directory] = run(directory, "vanilla", {})[1]

@@ -48,6 +48,7 @@ TINY_ARGUMENTS: dict[str, dict] = {
     "fox": {},  # runs the tiny FoX checkpoint as trained
     "kvpress": {"press": "knorm", "compression_ratio": 0.5},
     "clex": {"original_length": 16, "max_factor": 4},  # 44 tokens: t = 3, the untrained ODE (NTK with factor 5)
+    "landmark": {"top_k": 2},  # its checkpoint's blocks of 4 and length 32: windows of 20, so 44 tokens retrieve
 }
 # A method documented to score as vanilla on its checkpoint with its row, and why.
 SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}

@@ -53,7 +53,7 @@ def test_each_approachs_keys_are_in_the_recipe_and_listed_by_help(capsys):
             assert getattr(recipe, field.name) == field.default and field.name in plain  # the run record keeps it
     assert "[longlora]\n  lora_r (int >= 1, default 8): LoRA rank" in keys
     assert "[infini]\n  gate_lr (float > 0, default 0.01): learning rate of the new gates" in keys
-    approaches = "clex, from_scratch, infini, longlora, rope_extension"
+    approaches = "clex, from_scratch, infini, landmark, longlora, rope_extension"
     assert f"approach (str, one of {approaches}, default 'rope_extension')" in keys
 
 
@@ -62,12 +62,12 @@ def test_an_unknown_approach_is_one_message_with_the_closest_and_the_valid_ones(
         load_recipe("tiny-pi", ["approach=longlroa"])
     assert str(err.value) == (
         "approach=longlroa on the command line is not valid: expected one of clex, from_scratch, "
-        "infini, longlora, rope_extension. Did you mean longlora?"
+        "infini, landmark, longlora, rope_extension. Did you mean longlora?"
     )
     with pytest.raises(
         TrainingError,
         match=r"^approach=infinni is not valid: expected one of clex, from_scratch, infini, "
-        r"longlora, rope_extension\. Did you mean infini\?$",
+        r"landmark, longlora, rope_extension\. Did you mean infini\?$",
     ):
         get_approach("infinni")
     assert train_main(["tiny-pi", "approach=LongLoRA"]) == 2

@@ -4,7 +4,6 @@ batch: one process reads micro-batches of 2, each of the two reads its half."""
 import subprocess
 
 import pytest
-
 import torch
 from safetensors.torch import load_file
 

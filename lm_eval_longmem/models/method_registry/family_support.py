@@ -35,6 +35,10 @@ NOTES: dict[tuple[str, str], str] = {
     # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
     **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},
     **{("infini", f): "segment, not window" for f in _WINDOWED},
+    # a checkpoint trained with landmarks (a <landmark> token in its config); the window of W tokens
+    # bounds attention in place of the family's sliding window
+    **{("landmark", f): "landmark checkpoints" for f in FAMILIES if f not in _WINDOWED},
+    **{("landmark", f): "landmark checkpoints; its windows, not the family's" for f in _WINDOWED},
     # kvpress 0.5.5 names Llama, Mistral, Phi-3, Qwen2, Qwen3 and Gemma3ForConditionalGeneration as tested,
     # and warns for the others; it runs on both (checked in .venv-kvpress by the family test)
     **{("kvpress", f): "kvpress warns: not in its tested list" for f in ("gemma2", "gemma3_text")},

@@ -1,0 +1,51 @@
+"""`--model longmem --model_args method=landmark` through the stock `lm_eval` CLI on a tiny landmark
+export (blocks of 4, trained length 32: windows of 20 with top_k 2): the passkey prompt, several
+windows long, is generated without a landmark in the answer, and the results record the method
+with the layout read from the checkpoint."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli_runs import results_of, run
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.slow  # a real lm_eval process: ~13 s on 2 cores
+def test_passkey_through_lm_eval_on_a_landmark_export(tiny_landmark_dir, tmp_path):
+    out = tmp_path / "out"
+    run(
+        [
+            str(BIN / "lm_eval"),
+            "--model",
+            "longmem",
+            "--model_args",
+            f"pretrained={tiny_landmark_dir},method=landmark,top_k=2",
+            "--tasks",
+            "longmem_passkey",
+            "--metadata",
+            "pk_lengths=[120]",
+            "pk_depths=[0]",
+            "pk_samples=1",
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
+    )
+    results = results_of(out)
+    config = results["config"]
+    assert config["longmem_method"] == "landmark" and config["longmem_scoring"] == "landmark_windows"
+    assert config["longmem_method_args"] == {
+        "block_size": 4,
+        "top_k": 2,
+        "train_context_length": 32,
+        "selection": "per_token_and_head",
+        "landmark_in_loss": True,
+        "retrieval": True,
+    }
+    (samples_file,) = out.rglob("samples_longmem_passkey_*.jsonl")
+    (sample,) = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    assert "<landmark>" not in json.dumps(sample["resps"])

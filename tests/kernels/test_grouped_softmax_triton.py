@@ -1,0 +1,68 @@
+"""The grouped-softmax Triton kernels against the reference on CPU, through the Triton interpreter
+(see test_forgetting_attention_triton.py for why a fresh process may be needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax, reference_grouped_softmax
+
+
+def _interpreted() -> bool:
+    if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+        return False
+    if "triton" not in sys.modules:
+        os.environ["TRITON_INTERPRET"] = "1"
+    pytest.importorskip("triton")
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(tl.zeros, InterpretedFunction)
+
+
+INTERPRETED = _interpreted()
+needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1")
+
+CASES = [
+    (4, 13, 13, torch.float32),
+    (3, 5, 17, torch.float16),
+    (51, 3, 180, torch.float32),  # the released weights' block size, not a power of two
+    (64, 24, 200, torch.float32),
+    (2, 7, 7, torch.float16),
+]
+
+
+@needs_interpreter
+@pytest.mark.parametrize("block_size, num_queries, num_keys, dtype", CASES)
+def test_kernels_match_the_reference(block_size, num_queries, num_keys, dtype):
+    torch.manual_seed(1)
+    s = (torch.randn(2, 2, num_queries, num_keys) * 2).to(dtype).requires_grad_()
+    probe = torch.randn(2, 2, num_queries, num_keys)
+    got = grouped_softmax(s, block_size, backend="triton")
+    want = reference_grouped_softmax(s.double(), block_size)
+    tol = 1e-6 if dtype == torch.float32 else 2e-3
+    assert got.dtype == dtype
+    assert torch.allclose(got.double(), want, atol=tol)
+    assert (got[..., block_size - 1 :: block_size] == 0).all()
+    assert torch.allclose(got.double().sum(-1), torch.ones(2, 2, num_queries, dtype=torch.float64), atol=tol * 10)
+    (got_grad,) = torch.autograd.grad((got.float() * probe).sum(), s)
+    s64 = s.detach().double().requires_grad_()
+    (want_grad,) = torch.autograd.grad((reference_grouped_softmax(s64, block_size) * probe.double()).sum(), s64)
+    assert torch.allclose(got_grad.double(), want_grad, atol=tol * 10)
+
+
+@pytest.mark.skipif(INTERPRETED or torch.cuda.is_available(), reason="the tests above ran in this process")
+def test_in_a_fresh_interpreted_process():
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", __file__],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

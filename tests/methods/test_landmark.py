@@ -1,0 +1,197 @@
+"""method=landmark on the tiny Llama given a `<landmark>` token: the window formula, slot positions
+and block choice against the official code's hand cases, one layer's attention against an
+implementation written out here, generation against teacher forcing, and the refusals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lm_eval_longmem.kernels.grouped_softmax import reference_grouped_softmax
+from lm_eval_longmem.models.landmark.checkpoint import NoLandmarkTokenError
+from lm_eval_longmem.models.landmark.layout import (
+    WindowDoesNotFitError,
+    insert_landmarks,
+    predicting_position,
+    window_length,
+)
+from lm_eval_longmem.models.landmark.retrieval import BlockChooser
+from lm_eval_longmem.models.landmark.sequence import LandmarkSequence
+from lm_eval_longmem.models.landmark.slots import chosen_block_positions, landmark_score_positions, slot_origin
+from lm_eval_longmem.models.methods.landmark import Landmark, LandmarkArgs
+from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate
+
+LANDMARK = 90  # an id outside the word vocabulary, given to the tiny checkpoint below
+
+
+def test_window_formula_as_the_official_code():
+    assert window_length(512, 64, 5) == 128  # the study: T = 512, B = 64, k = 5
+    assert window_length(512, 51, 5) == 512 - 2 - 6 * 51  # the released weights' blocks of 51
+    assert window_length(32, 4, 2) == 20
+
+
+def test_a_window_that_cannot_fit_is_refused_with_the_largest_top_k():
+    with pytest.raises(WindowDoesNotFitError, match="top_k=7 .* use top_k <= 6"):
+        window_length(512, 64, 7)
+
+
+def test_slot_positions_for_a_small_cache():
+    """k = 2, B = 4, 5 cached blocks (20 tokens): the slot area starts at 20 - 3*4 = 8."""
+    assert landmark_score_positions(5, 2, 4).tolist() == [11, 11, 11, 15, 19]
+    chosen = torch.tensor([[0, 4], [3, 4], [1, 2]])
+    positions = chosen_block_positions(chosen, 5, 2, 4)
+    assert positions[0].tolist() == [[8, 9, 10, 11], [16, 17, 18, 19]]  # an old block, then the newest
+    assert positions[1].tolist() == [[12, 13, 14, 15], [16, 17, 18, 19]]  # the last two keep their places
+    assert positions[2].tolist() == [[8, 9, 10, 11], [12, 13, 14, 15]]
+    # fewer blocks than k: every block keeps its own position
+    assert landmark_score_positions(2, 5, 4).tolist() == [3, 7] and slot_origin(2, 5, 4) == -4
+
+
+def test_each_head_and_token_choose_their_own_blocks():
+    scores = torch.tensor([[[5.0, 0, 3, 1], [0, 4, 0, 6]], [[1.0, 2, 0, 9], [7, 0, 8, 0]]])  # [H=2, c=2, n=4]
+    chosen = BlockChooser("per_token_and_head").choose(scores, 2)
+    assert chosen.tolist() == [[[0, 2], [1, 3]], [[1, 3], [0, 2]]]
+
+
+def test_max_over_tokens_is_one_running_choice_per_head():
+    chooser = BlockChooser("max_over_tokens")
+    first = chooser.choose(torch.tensor([[[9.0, 0, 0, 0]], [[0.0, 0, 0, 9]]]), 1)
+    later = chooser.choose(torch.tensor([[[0.0, 5, 0, 0], [0, 0, 0, 0]], [[0.0, 0, 0, 0], [0, 0, 0, 0]]]), 1)
+    assert first.tolist() == [[[0]], [[3]]] and later.tolist() == [[[0], [0]], [[3], [3]]]
+
+
+def test_landmarks_go_after_every_block_and_predict_the_next_one():
+    assert insert_landmarks([1, 2, 3, 4, 5, 6, 7], 4, 0) == [1, 2, 3, 0, 4, 5, 6, 0, 7]
+    assert [predicting_position(t, 4, True) for t in range(7)] == [0, 1, 3, 4, 5, 7, 8]
+    assert [predicting_position(t, 4, False) for t in range(7)] == [0, 1, 2, 4, 5, 6, 8]
+
+
+@pytest.fixture(scope="module")
+def landmark_model(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from lm_eval_longmem.models.landmark.checkpoint import record_layout
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    model.resize_token_embeddings(LANDMARK + 1, mean_resizing=False)
+    record_layout(model.config, LANDMARK, 4, 32, True)
+    return model
+
+
+def test_one_layer_attends_as_written_out(landmark_model):
+    """Two windows (40 tokens) into the store, then a 5-token piece: against a loop over heads and queries.
+    Layer 1: at layer 0 all landmark keys are one embedding and older blocks tie (see retrieval.top_blocks)."""
+    decoder = Decoder(landmark_model)
+    torch.manual_seed(0)
+    seq = LandmarkSequence(decoder, block_size=4, top_k=3, window=20)
+    seq.feed([int(t) for t in torch.randint(4, 80, (40,))])
+    x = torch.randn(5, decoder.hidden_size)
+    q, k, v = decoder.project(1, x)
+    got = seq._attend(1, q, k, v, *seq._rope(x)[1])
+    assert len({tuple(c) for c in seq.last_chosen[1].flatten(0, 1).tolist()}) > 1  # heads and tokens differ
+
+    store, B, K, n = seq.stores[1], 4, 3, 10
+    cos, sin = decoder.rope(200, x)[1]
+    full = n * B
+    origin = full - (K + 1) * B  # official absolute positions, no shift: RoPE sees differences only
+    expected = torch.zeros_like(got)
+    for h in range(4):
+        kv = h // 2
+        for i in range(5):
+            qi = rotate(q[h, i], cos[full + i], sin[full + i])
+            lm_pos = [origin + (0 if b < n - K else b - (n - K) + 1) * B + B - 1 for b in range(n)]
+            lm_scores = torch.stack([qi @ rotate(store.keys[kv, b, -1], cos[p], sin[p]) for b, p in enumerate(lm_pos)])
+            chosen = sorted(lm_scores.topk(K).indices.tolist())
+            keys, values = [], []
+            for s, b in enumerate(chosen):
+                start = origin + s * B + (B if b >= n - K else 0)
+                keys += [rotate(store.keys[kv, b, r], cos[start + r], sin[start + r]) for r in range(B)]
+                values += [store.values[kv, b, r] for r in range(B)]
+            keys += [rotate(k[kv, j], cos[full + j], sin[full + j]) for j in range(i + 1)]
+            values += [v[kv, j] for j in range(i + 1)]
+            scores = torch.stack([qi @ key for key in keys]) * decoder.scaling
+            weights = reference_grouped_softmax(scores[None].double(), B)[0].float()
+            expected[h, i] = weights @ torch.stack(values)
+    assert torch.allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("landmark_in_loss", [True, False])
+def test_generation_equals_teacher_forcing_on_the_augmented_sequence(landmark_model, landmark_in_loss):
+    method = Landmark(LandmarkArgs(top_k=2, landmark_in_loss=landmark_in_loss))
+    method.prepare_model(landmark_model)
+    prompt = [int(t) for t in torch.randint(4, 80, (33,), generator=torch.Generator().manual_seed(1))]
+    generator = method.make_generator(landmark_model, None)
+    new = generator.generate(GenerationRequest(tuple(prompt), 14))
+    assert len(new) == 14 and LANDMARK not in new
+    scorer = method.make_scorer(landmark_model)
+    with torch.no_grad():
+        hidden = scorer.row_hidden(prompt + new, range(len(prompt) - 1, len(prompt) + 13))
+        logits = landmark_model.get_output_embeddings()(hidden)
+    logits[:, LANDMARK] = float("-inf")
+    assert logits.argmax(-1).tolist() == new
+    assert generator.last_sequence.num_blocks > 0  # the continuation read retrieved blocks
+
+
+def test_generation_never_returns_a_landmark(landmark_model):
+    method = Landmark(LandmarkArgs(top_k=2))
+    method.prepare_model(landmark_model)
+    head = landmark_model.get_output_embeddings()
+    saved = head.weight[LANDMARK].clone()
+    with torch.no_grad():
+        head.weight[LANDMARK] = 100 * head.weight.abs().max()  # the model would always say <landmark>
+    try:
+        new = method.make_generator(landmark_model, None).generate(GenerationRequest((5, 6, 7), 9))
+    finally:
+        with torch.no_grad():
+            head.weight[LANDMARK] = saved
+    assert LANDMARK not in new and len(new) == 9
+
+
+def test_attention_per_window_stays_bounded_while_the_store_grows(landmark_model):
+    seq = LandmarkSequence(Decoder(landmark_model), block_size=4, top_k=2, window=20)
+    sizes = []
+    for _ in range(4):
+        seq.feed(list(range(4, 24)))
+        sizes.append(seq.store_bytes())
+    assert sizes == [sizes[0] * (i + 1) for i in range(4)]  # linear in the input
+    assert seq.stores[0].num_blocks == 20
+    assert seq._rope(torch.zeros(1))[0][0].shape[0] == 3 * 4 + 20  # positions never pass (k+1)B + W
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"block_size": 1}, "block_size must be at least 2"),
+        ({"top_k": 0}, "top_k must be at least 1"),
+    ],
+)
+def test_bad_arguments_get_one_clear_message(args, message):
+    with pytest.raises(ValueError, match=message):
+        LandmarkArgs(**args)
+
+
+def test_a_window_that_cannot_fit_the_checkpoint_is_refused(landmark_model):
+    with pytest.raises(WindowDoesNotFitError, match="use top_k <= 6"):
+        Landmark(LandmarkArgs(top_k=7)).prepare_model(landmark_model)  # T = 32, B = 4
+
+
+def test_a_model_without_landmarks_is_refused(tiny_model_dir):
+    from transformers import AutoConfig
+
+    with pytest.raises(NoLandmarkTokenError, match="has no <landmark> token"):
+        Landmark().prepare_config(AutoConfig.from_pretrained(tiny_model_dir))
+
+
+def test_the_checkpoint_layout_fills_in_unset_arguments(landmark_model):
+    method = Landmark(LandmarkArgs(top_k=2))
+    method.prepare_model(landmark_model)
+    assert method.resolved_args() | {} == {
+        "block_size": 4,
+        "top_k": 2,
+        "train_context_length": 32,
+        "selection": "per_token_and_head",
+        "landmark_in_loss": True,
+        "retrieval": True,
+    }
+    assert Landmark(LandmarkArgs(block_size=8, top_k=1)).resolved_args()["block_size"] == 8

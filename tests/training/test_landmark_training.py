@@ -1,0 +1,75 @@
+"""approach=landmark: the tiny recipe trains through the landmark loop, resumes bit for bit, and its
+export runs under method=landmark with nothing else given; what it cannot train is refused."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from lm_eval_longmem_training.errors import TrainingError
+from lm_eval_longmem_training.progress import read_metrics
+from tests.helpers.training_helpers import run_recipe
+
+BLOCKS_OF_4 = {"method_args.block_size": 4, "method_args.top_k": 2}  # seq_len 32: windows of 20
+
+
+def test_trains_resumes_and_the_export_runs_as_landmark(tiny_model_dir, corpus_file, tmp_path):
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    run_recipe("tiny-landmark", tiny_model_dir, corpus_file, whole, max_steps=3, save_every=1, **BLOCKS_OF_4)
+    run_recipe(
+        "tiny-landmark",
+        tiny_model_dir,
+        corpus_file,
+        parts,
+        max_steps=3,
+        stop_after_steps=2,
+        save_every=1,
+        **BLOCKS_OF_4,
+    )
+    resumed = run_recipe("tiny-landmark", tiny_model_dir, corpus_file, parts, max_steps=3, save_every=1, **BLOCKS_OF_4)
+    assert [m["loss"] for m in read_metrics(parts)] == [m["loss"] for m in read_metrics(whole)]
+    export = Path(resumed["export"])
+    config = json.loads((export / "config.json").read_text())
+    assert config["longmem_method"] == "landmark" and config["mem_freq"] == 3 and config["train_context_length"] == 32
+    assert config["include_landmark_in_loss"] is True and config["vocab_size"] == config["mem_id"] + 1
+
+    from lm_eval.api.instance import Instance
+
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+
+    lm = LongMemLM.create_from_arg_string(f"pretrained={export}", {"device": "cpu", "batch_size": 1})
+    assert lm.longmem_method.name == "landmark" and lm.longmem_method.block_size == 4
+    assert lm.longmem_method.window == 20
+    request = Instance("loglikelihood", {}, ("the old king said to the young man " * 6, " and the sea"), 0)
+    ((loglikelihood, _),) = lm.loglikelihood([request], disable_tqdm=True)
+    assert -100 < loglikelihood < 0
+
+
+def test_landmark_embedding_rows_start_at_the_mean(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lm_eval_longmem.models.landmark.tokens import add_landmark_token
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    old = model.get_input_embeddings().weight[:].detach().clone()
+    landmark = add_landmark_token(model, tokenizer)
+    assert landmark == old.shape[0] and tokenizer.convert_ids_to_tokens(landmark) == "<landmark>"
+    assert torch.allclose(model.get_input_embeddings().weight[landmark], old.mean(0))
+    assert torch.allclose(
+        model.get_output_embeddings().weight[landmark], model.get_output_embeddings().weight[:-1].mean(0)
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"method": "infini"}, "needs method=landmark"),
+        ({"method_args.train_context_length": 64}, "must equal seq_len"),
+        ({"gradient_checkpointing": True}, "gradient_checkpointing=false"),
+    ],
+)
+def test_refusals(tiny_model_dir, corpus_file, tmp_path, overrides, message):
+    with pytest.raises(TrainingError, match=message):
+        run_recipe("tiny-landmark", tiny_model_dir, corpus_file, tmp_path, **{**BLOCKS_OF_4, **overrides})
