@@ -145,6 +145,7 @@ def test_junit_counts_name_the_failed_tests(tmp_path):
     }
 
 
+@pytest.mark.slow  # a benchmark's smoke run (9 s); the kernels are tested in tests/kernels
 def test_kernel_benchmark_runs_on_the_cpu_at_a_tiny_size():
     result = subprocess.run(
         [sys.executable, "benchmarks/forgetting_attention.py", "--cpu-length", "256", "--heads", "2"],

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "train_step_gpu.py"
 
 
@@ -24,6 +26,7 @@ def load_benchmark():
     return module
 
 
+@pytest.mark.slow  # a benchmark smoke run (21 s); the loop, bf16 and checkpointing: tests/training
 def test_tiny_cpu_run_has_a_finite_row_per_recipe(tmp_path):
     out = tmp_path / "rows.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}

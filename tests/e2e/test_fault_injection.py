@@ -2,7 +2,7 @@
 points and files damaged on disk, then the same command run again.
 
 - `lm_eval --model longmem --use_cache X` killed mid-scoring (its caches damaged meanwhile)
-  resumes from X and reports exactly an uninterrupted run's numbers.
+  resumes from X and reports exactly an uninterrupted run's numbers (slow tier: 30 s).
 - `lm-eval-longmem sweep` killed mid-way (while a run's results file is half-written) skips the
   finished runs, reruns the unfinished one and ends complete; its lm_eval dies with it.
 - A truncated results file is one warning naming it in every report command; the rest show.
@@ -43,6 +43,7 @@ def cache_counts(stderr: str) -> tuple[int, int]:
     return int(found[0]), int(found[1])
 
 
+@pytest.mark.slow  # 30 s; the request cache's resume is tested in process by tests/lm_eval_model/test_request_cache.py
 def test_killed_lm_eval_resumes_from_its_cache_with_an_uninterrupted_runs_numbers(
     tiny_model_dir, corpus_file, tmp_path
 ):

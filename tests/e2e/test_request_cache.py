@@ -5,6 +5,8 @@ resumes."""
 
 import re
 
+import pytest
+
 from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
 
 STREAMING = "method=streamingllm,max_context_length=128,chunk_size=32"
@@ -16,6 +18,7 @@ def cache_counts(stderr: str) -> tuple[int, int]:
     return int(found[0]), int(found[1])
 
 
+@pytest.mark.slow  # 27 s; fingerprints per method are tested in process by tests/lm_eval_model/test_request_cache.py
 def test_vanilla_then_streamingllm_with_one_cache(tiny_model_dir, corpus_file, tmp_path):
     cache = tmp_path / "cache" / "run"
 

@@ -5,6 +5,7 @@ import os
 import time
 
 import lm_eval.tasks._index as index_module
+import pytest
 
 from lm_eval_longmem.harness import task_index_cache
 from tests.helpers.task_index import as_data, uncached_build, write_tasks
@@ -48,6 +49,7 @@ def test_switched_off_by_environment(monkeypatch):
     assert not task_index_cache.enabled() and task_index_cache.install(index_module) is False
 
 
+@pytest.mark.slow  # 15 s: it builds lm-eval's index of ~14k task files the slow way
 def test_lm_evals_real_index_is_unchanged(installed):
     """The whole built-in index (~14,700 entries), lm-eval's build against ours, cold and warm."""
     folder = task_index_cache.builtin_tasks_dir()

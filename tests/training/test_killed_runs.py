@@ -1,8 +1,8 @@
 """SIGKILL at any point of training, then the same command: the run resumes, its losses equal an
 uninterrupted run's, and its export is complete (every file, weights equal, loads with
-transformers), with nothing half-written left behind. Fast tier: two kills aimed at the riskiest
-moments (a checkpoint being written, the export being written); slow tier: 24+ kills at random
-points of several runs, counted and printed (`./scripts/test.sh --slow -s -k kills`)."""
+transformers), with nothing half-written left behind. All in the slow tier: two kills aimed at
+the riskiest moments (a checkpoint being written, the export being written), and 24+ kills at
+random points of several runs, counted and printed (`./scripts/test.sh --slow -s -k kills`)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,7 @@ def differences(run: Path, reference: Path) -> list[str]:
     return problems + ([f"leftovers {leftovers}"] if leftovers else [])
 
 
+@pytest.mark.slow  # 16 s; resume bit for bit is tested fast by tests/training/test_resume.py
 def test_kills_while_writing_a_checkpoint_and_the_export_resume_exactly(tiny_model_dir, corpus_file, tmp_path):
     run_recipe("tiny-pi", tiny_model_dir, corpus_file, tmp_path / "whole", **FAST)
     out = tmp_path / "killed"

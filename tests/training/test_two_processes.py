@@ -12,6 +12,7 @@ from tests.helpers.cli_runs import two_cpu_processes
 from tests.helpers.training_helpers import run_recipe, tiny_overrides
 
 
+@pytest.mark.slow  # 12 s, two gloo processes; the batch split: test_resume.py's BatchOrder cases
 def test_two_processes_equal_one_at_the_same_global_batch(tiny_model_dir, corpus_file, tmp_path):
     steps = {"max_steps": 3, "grad_accum_steps": 2}
     run_recipe("tiny-yarn", tiny_model_dir, corpus_file, tmp_path / "one", micro_batch_size=2, **steps)
