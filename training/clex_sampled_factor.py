@@ -20,7 +20,6 @@ class ClexSampledFactorLM(nn.Module):
         super().__init__()
         self.model = model
         self.plan = plan  # the ClexAttentionPlan method=clex installed on `model`
-        self.factors_drawn: list[int] = []
 
     def forward(self, input_ids, labels=None, **kwargs):
         from lm_eval_longmem.models.clex.position_sampler import sample_factor, sample_positions
@@ -28,7 +27,6 @@ class ClexSampledFactorLM(nn.Module):
         clex = self.plan.clex
         factor = sample_factor(clex.max_factor)
         positions = sample_positions(input_ids.shape[1], factor, clex.original_length).to(input_ids.device)
-        self.factors_drawn.append(factor)
         self.plan.training = (positions, clex.training_frequencies(factor))
         try:
             return self.model(input_ids=input_ids, labels=labels, **kwargs)

@@ -102,6 +102,19 @@ def refuse_soft_capping(config, method_name: str, what: str) -> None:
         )
 
 
+def rotary_attention_modules(model, method_name: str) -> list:
+    """The model's attention modules, which project, rotate and cache q/k themselves: projected
+    apart (Llama, Qwen, Gemma) or fused (Phi-3's qkv_proj; its partial rotary is followed by
+    `rotate_by`, which turns only the rotary dims). One clear refusal when there are none."""
+    found = [m for m in model.modules() if (hasattr(m, "q_proj") or hasattr(m, "qkv_proj")) and hasattr(m, "layer_idx")]
+    if not found:
+        raise NotARopeModelError(
+            f"method={method_name}: found no attention modules (with q_proj or qkv_proj) in {type(model).__name__}. "
+            "Nearest working method: pi, ntk or yarn (RoPE scaling)."
+        )
+    return found
+
+
 def install(model, rule: PartRule, method_name: str):
     """Route every attention module of `model` through `rule`; returns the model."""
     register()
@@ -125,16 +138,7 @@ def install(model, rule: PartRule, method_name: str):
         rotary = the_rotary_embedding(model, method_name)
     current = model.config._attn_implementation
     backend = getattr(model, "_longmem_attention_backend", None) or kernel_for(current)
-    # q/k/v projected apart (Llama, Qwen, Gemma) or fused (Phi-3's qkv_proj): the module rotates and caches
-    # them itself; partial rotary (Phi-3) is followed by `rotate_by`, which turns only the rotary dims.
-    attention_modules = [
-        m for m in model.modules() if (hasattr(m, "q_proj") or hasattr(m, "qkv_proj")) and hasattr(m, "layer_idx")
-    ]
-    if not attention_modules:
-        raise NotARopeModelError(
-            f"method={method_name}: found no attention modules (with q_proj or qkv_proj) in {type(model).__name__}. "
-            "Nearest working method: pi, ntk or yarn (RoPE scaling)."
-        )
+    attention_modules = rotary_attention_modules(model, method_name)
     plan = AttentionPlan(rule, backend, rotary, method_name, inv_freq_name)
     local = AttentionPlan(None, backend, rotary, method_name, inv_freq_name)
     layer_types = getattr(config, "layer_types", None) or []

@@ -28,7 +28,7 @@ import torch
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from lm_eval_longmem.models.attention.install import refuse_soft_capping
+from lm_eval_longmem.models.attention.install import refuse_soft_capping, rotary_attention_modules
 from lm_eval_longmem.models.attention.part_attention import positions
 from lm_eval_longmem.models.clex.scaling import ClexScaling
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError
@@ -45,6 +45,20 @@ class ClexAttentionPlan:
     log_scale: bool
     # Set by training for one forward: (fractional positions [L], theta_t' [d/2] with gradients).
     training: tuple[torch.Tensor, torch.Tensor] | None = None
+    # (position_ids, kv_len, frequencies) of the last layer's call: the layers of one forward share
+    # transformers' position_ids tensor, so t is read (a host sync) once per forward, not per layer.
+    # Holding the tensor keeps its identity from being reused by another forward's.
+    last: tuple | None = None
+
+    def row_frequencies(self, position_ids, query_pos: torch.Tensor, kv_len: int) -> torch.Tensor:
+        """theta_t [batch, d/2] of each row's own length (its last query position + 1)."""
+        if position_ids is not None and self.last is not None and self.last[0] is position_ids:
+            if self.last[1] == kv_len:
+                return self.last[2]
+        lengths = (query_pos[:, -1] + 1).tolist()
+        frequencies = torch.stack([self.clex.frequencies(self.clex.factor_for_length(int(n))) for n in lengths])
+        self.last = (position_ids, kv_len, frequencies) if position_ids is not None else None
+        return frequencies
 
 
 def clex_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -58,10 +72,9 @@ def clex_attention_forward(module, query, key, value, attention_mask, dropout=0.
         query_pos = fractional[None, -q_len:].expand(batch, q_len)
         key_pos = fractional[None, :kv_len].expand(batch, kv_len)
     else:
-        query_pos, key_pos = positions(kwargs.get("position_ids"), batch, q_len, kv_len, query.device)
-        lengths = (query_pos[:, -1] + 1).tolist()
-        factors = [plan.clex.factor_for_length(int(length)) for length in lengths]
-        frequencies = torch.stack([plan.clex.frequencies(t) for t in factors])
+        position_ids = kwargs.get("position_ids")
+        query_pos, key_pos = positions(position_ids, batch, q_len, kv_len, query.device)
+        frequencies = plan.row_frequencies(position_ids, query_pos, kv_len)
     query = rotate_by(query, query_pos, frequencies)
     key = rotate_by(key, key_pos, frequencies)
     if plan.log_scale:
@@ -94,16 +107,8 @@ def install_clex_attention(model, clex: ClexScaling, log_scale: bool) -> ClexAtt
             f"method=clex: the model's rotary embedding scales cos/sin by {rotary.attention_scaling} "
             "(a YaRN-style rope type); CLEX starts from plain RoPE."
         )
-    modules = [
-        m for m in model.modules() if (hasattr(m, "q_proj") or hasattr(m, "qkv_proj")) and hasattr(m, "layer_idx")
-    ]
-    if not modules:
-        raise NotARopeModelError(
-            f"method=clex: found no attention modules (with q_proj or qkv_proj) in {type(model).__name__}. "
-            "Nearest working method: ntk or yarn (RoPE scaling)."
-        )
     plan = ClexAttentionPlan(clex, kernel, log_scale)
-    for module in modules:
+    for module in rotary_attention_modules(model, METHOD):
         module.longmem_clex = plan
     with torch.no_grad():  # cos 1, sin 0: the modules cache their keys unrotated
         rotary.inv_freq.zero_()

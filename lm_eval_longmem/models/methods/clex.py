@@ -111,8 +111,6 @@ class Clex(LongMemMethod):
         from lm_eval_longmem.models.clex.scaling import ClexScaling
         from lm_eval_longmem.models.rope.rotation import the_rotary_embedding
 
-        if self._original_length is None:
-            self.prepare_config(model.config)
         rotary = the_rotary_embedding(model, self.name)
         clex = ClexScaling(
             rotary.inv_freq,
