@@ -82,6 +82,7 @@ def test_every_flag_the_check_passes_is_one_its_benchmark_takes(part):
             assert flag in help_text, f"{part.name}: {script.name} has no {flag}"
 
 
+@pytest.mark.slow  # 9 s: pytest collects the whole suite once more
 def test_the_cuda_test_selection_holds_the_compiled_kernel_tests():
     part = next(p for p in gpu_check.PARTS if p.name == "cuda-tests")
     args = [a for a in part.command if not a.startswith("--junitxml") and "{out}" not in a]

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "method_scoring.py"
 METHODS = (
     "vanilla",
@@ -24,6 +26,7 @@ METHODS = (
 FOX_ROWS = ("transformer(llama-mha)", "fox", "fox-transformer")
 
 
+@pytest.mark.slow  # 18 s, a benchmark smoke run; every method's scoring: tests/methods/test_method_matrix.py
 def test_tiny_cpu_run_scores_every_method_and_compares_it_to_vanilla(tmp_path):
     out = tmp_path / "p11.json"
     proc = subprocess.run(

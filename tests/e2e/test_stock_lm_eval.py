@@ -72,6 +72,7 @@ def test_model_hf_gets_the_reduced_metric_with_a_warning(tiny_model_dir, corpus_
     assert "| fc_exact_copy |" in board.stdout and f"| {tiny_model_dir} | hf |" in board.stdout and board.stderr == ""
 
 
+@pytest.mark.slow  # 17 s: lm-eval lists ~14k tasks; ours are found fast by the other tests here
 def test_ls_tasks_lists_ours_and_the_builtins():
     out = run([str(BIN / "lm_eval"), "ls", "tasks"]).stdout
     assert "forgetting_curve" in out and "hellaswag" in out
