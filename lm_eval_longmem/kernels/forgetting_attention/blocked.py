@@ -120,6 +120,7 @@ class BlockedBiasedAttention(torch.autograd.Function):
         dk = torch.zeros(ks.shape[:2] + ks.shape[3:], dtype=torch.float32, device=q.device)
         dv = torch.zeros_like(dk)
         dkb = torch.zeros(kb.shape, dtype=torch.float32, device=q.device)
+        dqb = torch.zeros(qb.shape, dtype=torch.float32, device=q.device)
         for rows in plan.blocks:
             cols = plan.keys_for(rows)
             if len(cols) == 0:
@@ -132,11 +133,12 @@ class BlockedBiasedAttention(torch.autograd.Function):
             dk[:, :, c] += torch.matmul(d_scores.transpose(-1, -2), qs[:, :, :, r].float()).sum(2) * scale
             dq[:, :, :, r] = torch.matmul(d_scores, ks[:, :, :, c].float()) * scale
             dkb[..., c] -= d_scores.sum(-2)
+            dqb[..., r] = d_scores.sum(-1)
         grads = (
             _merge_groups(dq).to(q.dtype),
             dk.movedim(2, 1).to(k.dtype),
             dv.movedim(2, 1).to(v.dtype),
-            torch.zeros_like(q_bias),
+            _merge_groups(dqb).to(q_bias.dtype),
             _merge_groups(dkb).to(k_bias.dtype),
         )
         return grads + (None, None, None)

@@ -2,7 +2,10 @@
 
 With ``P = exp(S - lse)`` recomputed per block and ``delta_i = sum_d dO_i * O_i``:
 ``dS = P * (dO V^T - delta)``, ``dq = scale * dS K``, ``dk = scale * dS^T Q``, ``dv = P^T dO`` and
-``d k_bias_j = -sum_i dS_ij``. (``d q_bias`` is zero: a per-row shift leaves softmax unchanged.)
+``d k_bias_j = -sum_i dS_ij``, ``d q_bias_i = sum_j dS_ij``. The query-bias gradient is zero in exact
+arithmetic (a per-row shift leaves a softmax unchanged) but is computed all the same: it carries
+each row's rounding of delta with the opposite sign of the key-bias gradient, so when both biases
+are one tensor (FoX's c) the roundings cancel instead of adding up (see ``blocked.py``).
 The dq kernel walks key blocks for a query block, as the forward does; the dk/dv kernel walks
 query blocks for a key block and sums the query heads that share its kv head (GQA) in registers.
 """
@@ -44,6 +47,7 @@ def _visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW: tl.constexpr
 @triton.jit
 def _dq_key_block(
     dq,
+    dqb,
     q,
     grad_out,
     q_bias,
@@ -77,7 +81,7 @@ def _dq_key_block(
         scores = tl.where(_visible(rows, cols, num_queries, num_keys, key_lo, HAS_WINDOW), scores, float("-inf"))
     probs = tl.math.exp2(scores - lse[:, None])
     d_scores = probs * (dot(grad_out, v_t) - delta[:, None])
-    return dq + dot(d_scores.to(k.dtype), k)
+    return dq + dot(d_scores.to(k.dtype), k), dqb + tl.sum(d_scores, 1)
 
 
 def dq_shared_bytes(block_m, block_n, head_dim, stages, elem):
@@ -106,6 +110,7 @@ def biased_attention_dq_kernel(
     LSE,
     DELTA,
     DQ,
+    DQB,
     stride_qb,
     stride_qt,
     stride_qh,
@@ -130,7 +135,8 @@ def biased_attention_dq_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
-    """dq for one query block of one query head (q, dO and dq share strides)."""
+    """dq and d q_bias for one query block of one query head (q, dO and dq share strides; q_bias
+    and its gradient too)."""
     batch_head = tl.program_id(1)
     b = (batch_head // q_heads).to(tl.int64)
     head = batch_head % q_heads
@@ -152,10 +158,12 @@ def biased_attention_dq_kernel(
     kb_base = KB + b * stride_kbb + head
 
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    dqb = tl.zeros([BLOCK_M], dtype=tl.float32)
     start, unmasked_stop, stop = key_range(first_row, BLOCK_M, num_queries, num_keys, key_lo, BLOCK_N, HAS_WINDOW)
     for key_start in range(start, unmasked_stop, BLOCK_N):
-        dq = _dq_key_block(
+        dq, dqb = _dq_key_block(
             dq,
+            dqb,
             q,
             grad_out,
             q_bias,
@@ -179,8 +187,9 @@ def biased_attention_dq_kernel(
             HAS_WINDOW,
         )
     for key_start in range(unmasked_stop, stop, BLOCK_N):
-        dq = _dq_key_block(
+        dq, dqb = _dq_key_block(
             dq,
+            dqb,
             q,
             grad_out,
             q_bias,
@@ -204,6 +213,7 @@ def biased_attention_dq_kernel(
             HAS_WINDOW,
         )
     tl.store(DQ + row_offsets, (dq * scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(DQB + b * stride_qbb + rows * stride_qbt + head, dqb, mask=row_ok)
 
 
 @triton.jit

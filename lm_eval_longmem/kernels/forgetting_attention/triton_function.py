@@ -104,6 +104,7 @@ class TritonBiasedAttention(torch.autograd.Function):
         dq = torch.empty_like(q)
         dk, dv = torch.empty_like(k), torch.empty_like(v)
         dkb = torch.empty_like(k_bias)
+        dqb = torch.empty_like(q_bias)
         common = (
             *_strides3(q),
             *_strides3(k),
@@ -131,6 +132,7 @@ class TritonBiasedAttention(torch.autograd.Function):
             lse,
             delta,
             dq,
+            dqb,
             *common,
             HEAD_DIM=shape["head_dim"],
             HAS_WINDOW=ctx.has_window,
@@ -154,7 +156,7 @@ class TritonBiasedAttention(torch.autograd.Function):
             HEAD_DIM=shape["head_dim"],
             HAS_WINDOW=ctx.has_window,
         )
-        return dq, dk, dv, torch.zeros_like(q_bias), dkb, None, None, None
+        return dq, dk, dv, dqb, dkb, None, None, None
 
 
 def triton_biased_attention(q, k, v, q_bias, k_bias, scale, bounds):
