@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -110,10 +111,14 @@ def recipe_overrides(args, output_dir: str, micro_batch: int, grad_accum: int) -
 class TrainingProbe:
     """Watches the model the loop builds (by wrapping the approach's `build`, the loop untouched):
     the lm_head's output dtype is the compute dtype autocast gives, and a decoder layer's call
-    count shows whether the backward pass recomputed it."""
+    count shows whether the backward pass recomputed it. It also prints when the model is built and
+    each forward pass ends, so a run stopped at its time cap shows how far it got."""
 
-    def __init__(self, approach):
+    def __init__(self, approach, report=print):
         self.approach = approach
+        self.report = report
+        self.started = time.perf_counter()
+        self.forwards = 0
         self.model = None
         self.compute_dtype = None
         self.layer_calls = 0
@@ -124,6 +129,7 @@ class TrainingProbe:
 
         def watched_build(recipe):
             trainable = build(self.approach, recipe)
+            self.report(f"model built at {time.perf_counter() - self.started:.1f} s")
             self.watch(trainable.model)
             return trainable
 
@@ -135,12 +141,18 @@ class TrainingProbe:
         for hook in self.hooks:
             hook.remove()
 
+    def head_ran(self, _module, _inputs, out) -> None:
+        """The lm_head runs once per micro-batch (checkpointing recomputes layers, not the head)."""
+        self.compute_dtype = out.dtype
+        self.forwards += 1
+        self.report(f"forward {self.forwards} done at {time.perf_counter() - self.started:.1f} s")
+
     def watch(self, model) -> None:
         from transformers.modeling_layers import GradientCheckpointingLayer
 
         self.model = model
         head = model.get_output_embeddings()
-        self.hooks.append(head.register_forward_hook(lambda _m, _i, out: setattr(self, "compute_dtype", out.dtype)))
+        self.hooks.append(head.register_forward_hook(self.head_ran))
         layer = next((m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)), None)
         # The layer's first part, not the layer: transformers checkpoints `forward`, so the layer's own
         # hooks run once; a pre-hook, since the recomputation may stop before a forward hook would run.
@@ -215,7 +227,7 @@ def use_benchmark_tokenizer(config, tokenizer_dir: str):
     return tokenizer
 
 
-def train_and_watch(recipe, device: str) -> dict:
+def train_and_watch(recipe, device: str, report=print) -> dict:
     """Run the loop on `recipe`; what it measured and what the probe saw."""
     import torch
 
@@ -227,7 +239,7 @@ def train_and_watch(recipe, device: str) -> dict:
     if device == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    with TrainingProbe(get_approach(recipe.approach)) as probe:
+    with TrainingProbe(get_approach(recipe.approach), report) as probe:
         train(recipe)
     metrics = read_metrics(recipe.output_dir)
     rates = [m["tokens_per_second"] for m in metrics]
@@ -258,7 +270,7 @@ def accumulation_check(args, recipe_name: str, extra: list[str], micro_batch: in
     with tempfile.TemporaryDirectory() as out:
         recipe = load_recipe(recipe_name, [*recipe_overrides(args, out, 1, micro_batch * args.grad_accum), *extra])
         log(recipe_name, f"accumulation check: micro-batch 1 x {recipe.grad_accum_steps} accumulated")
-        losses = train_and_watch(recipe, args.device)["losses"]
+        losses = train_and_watch(recipe, args.device, lambda m: log(recipe_name, m))["losses"]
     return {
         "grad_accum_1_losses": first_losses,
         f"grad_accum_{recipe.grad_accum_steps}_losses": losses,
@@ -315,7 +327,7 @@ def measure(args, recipe_name: str) -> dict:
             f"training {recipe.max_steps} steps: {params / 1e6:.1f}M params, {layers} layers, "
             f"seq_len {recipe.seq_len}, micro-batch {micro_batch} x {recipe.grad_accum_steps}",
         )
-        row.update(train_and_watch(recipe, args.device))
+        row.update(train_and_watch(recipe, args.device, lambda m: log(recipe_name, m)))
         if args.tiny and args.device == "cpu" and micro_batch * args.grad_accum > 1:
             row["accumulation_check"] = accumulation_check(args, recipe_name, shape, micro_batch, row["losses"])
     return row

@@ -146,7 +146,7 @@ PARTS = (
             "--layers",
             "4",
             "--repeats",
-            "2",
+            "5",  # at 2 (H200, 2026-11-26) vanilla came out 1.5x slower than pi, which does the same work
             "--out-json",
             "{out}/method-speed.json",
         ),
@@ -176,7 +176,9 @@ PARTS = (
             "--out-json",
             "{out}/train-step.json",
         ),
-        300,
+        # H200 (2026-11-26): the fox shape's 3 steps took well under a minute; the 6.9B yarn shape
+        # (weights, grads and AdamW state ~110 GB) had not finished its steps when a 300 s cap ran out.
+        540,
         90,
         json_name="train-step.json",
     ),
