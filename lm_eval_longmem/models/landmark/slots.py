@@ -30,10 +30,14 @@ def landmark_score_positions(num_blocks: int, top_k: int, block_size: int, devic
     return (slot * block_size + block_size - 1 + slot_origin(num_blocks, top_k, block_size)).to(device)
 
 
+def chosen_block_starts(chosen: torch.Tensor, num_blocks: int, top_k: int, block_size: int) -> torch.Tensor:
+    """[..., k] position of the first key of each chosen block `chosen [..., k]` (sorted indices)."""
+    slots = torch.arange(chosen.shape[-1], device=chosen.device) * block_size
+    recent = (chosen >= num_blocks - min(top_k, num_blocks)).long() * block_size
+    return slot_origin(num_blocks, top_k, block_size) + slots + recent
+
+
 def chosen_block_positions(chosen: torch.Tensor, num_blocks: int, top_k: int, block_size: int) -> torch.Tensor:
     """[..., k, B] positions of the keys of the chosen blocks `chosen [..., k]` (sorted indices)."""
-    k = chosen.shape[-1]
-    slots = torch.arange(k, device=chosen.device) * block_size
-    recent = (chosen >= num_blocks - min(top_k, num_blocks)).long() * block_size
     within = torch.arange(block_size, device=chosen.device)
-    return (slot_origin(num_blocks, top_k, block_size) + slots + recent)[..., None] + within
+    return chosen_block_starts(chosen, num_blocks, top_k, block_size)[..., None] + within
