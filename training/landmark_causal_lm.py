@@ -26,6 +26,8 @@ class LandmarkCausalLM(nn.Module):
         self.landmark_id, self.block_size, self.landmark_in_loss = landmark_id, block_size, landmark_in_loss
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
+        """`labels` as in transformers (the row itself shifted inside; -100 is not a target);
+        None: every token. Landmarks are targets whenever they are in the loss."""
         from lm_eval_longmem.models.landmark.layout import insert_landmarks, predicting_position
         from lm_eval_longmem.models.landmark.sequence import LandmarkSequence
         from lm_eval_longmem.models.methods.landmark import WHO
@@ -33,18 +35,19 @@ class LandmarkCausalLM(nn.Module):
 
         decoder, B = Decoder(self.model, WHO), self.block_size
         losses = []
-        for row in input_ids.tolist():
+        targets = input_ids if labels is None else labels
+        for row, row_targets in zip(input_ids.tolist(), targets.tolist()):
             augmented = insert_landmarks(row, B, self.landmark_id)
             window = -(-len(augmented) // B) * B
-            sequence = LandmarkSequence(decoder, B, 1, window, retrieval=False, queries_per_pass=None)
+            sequence = LandmarkSequence(decoder, B, 1, window, retrieval=False, pass_size=None)
             hidden = sequence.feed(augmented)
-            target = torch.tensor(augmented, device=hidden.device)
             if self.landmark_in_loss:
+                target = torch.tensor(insert_landmarks(row_targets, B, self.landmark_id), device=hidden.device)
                 losses.append(F.cross_entropy(decoder.logits(hidden[:-1]).float(), target[1:]))
                 continue
             sources = torch.tensor(
                 [predicting_position(t, B, False) for t in range(len(row) - 1)], device=hidden.device
             )
-            visible = torch.tensor(row[1:], device=hidden.device)
+            visible = torch.tensor(row_targets[1:], device=hidden.device)
             losses.append(F.cross_entropy(decoder.logits(hidden[sources]).float(), visible))
         return SimpleNamespace(loss=torch.stack(losses).mean())
