@@ -73,3 +73,29 @@ def test_landmark_embedding_rows_start_at_the_mean(tiny_model_dir):
 def test_refusals(tiny_model_dir, corpus_file, tmp_path, overrides, message):
     with pytest.raises(TrainingError, match=message):
         run_recipe("tiny-landmark", tiny_model_dir, corpus_file, tmp_path, **{**BLOCKS_OF_4, **overrides})
+
+
+@pytest.mark.parametrize("landmark_in_loss", [True, False])
+def test_masked_labels_leave_only_their_targets_in_the_loss(tiny_model_dir, landmark_in_loss):
+    """labels = -100 drops a target as in transformers, and landmarks stay targets when they are in
+    the loss: the mean over {early targets} and over {late targets} add up to the mean over all."""
+    from transformers import AutoModelForCausalLM
+
+    from lm_eval_longmem_training.landmark_causal_lm import LandmarkCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    wrapped = LandmarkCausalLM(model, model.config.vocab_size - 1, 4, landmark_in_loss)
+    row = torch.randint(4, 60, (1, 10), generator=torch.Generator().manual_seed(0))
+
+    def loss(masked: slice | None) -> float:
+        labels = row.clone()
+        if masked is not None:
+            labels[0, masked] = -100
+        with torch.no_grad():
+            return wrapped(input_ids=row, labels=labels).loss.double().item()
+
+    landmarks = 3 if landmark_in_loss else 0  # 10 tokens in blocks of 3 + a landmark: 3 landmark targets
+    early, late = loss(slice(5, None)), loss(slice(None, 5))  # visible targets 1-4, then 5-9
+    total = (early * (4 + landmarks) + late * (5 + landmarks)) - (loss(slice(None)) * landmarks if landmarks else 0)
+    assert total == pytest.approx(loss(None) * (9 + landmarks), rel=1e-6)
+    assert early != pytest.approx(late, rel=1e-3)
