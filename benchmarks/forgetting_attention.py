@@ -120,6 +120,72 @@ def run_cuda(args) -> list[dict]:
                 )
             del q, k, v, g, grad
         rows += run_decode(args, head_dim, dtype)
+        if args.profile:
+            rows += _reported(profile_forward, args, head_dim, dtype)
+    if args.profile:
+        rows += _reported(autotuned_rows)
+    return rows
+
+
+def autotuned_rows() -> list[dict]:
+    rows = []
+    for key, config in chosen_configs().items():
+        print(f"autotuned {key}: {config}", flush=True)
+        rows.append(dict(kind="autotuned", kernel=key, config=config))
+    return rows
+
+
+def _reported(step, *args) -> list[dict]:
+    """A diagnostic step that fails prints why and leaves the timed rows intact."""
+    try:
+        return step(*args)
+    except Exception as error:
+        print(f"{step.__name__} failed: {type(error).__name__}: {error}", flush=True)
+        return [dict(kind=step.__name__, error=f"{type(error).__name__}: {error}")]
+
+
+def chosen_configs() -> dict[str, str]:
+    """The autotuner's pick per kernel and key, from this process's launches."""
+    from lm_eval_longmem.kernels.forgetting_attention import triton_backward, triton_forward
+
+    kernels = {
+        "forward": triton_forward.biased_attention_forward_kernel,
+        "dq": triton_backward.biased_attention_dq_kernel,
+        "dkdv": triton_backward.biased_attention_dkdv_kernel,
+    }
+    return {f"{name} {key}": str(config) for name, kernel in kernels.items() for key, config in kernel.cache.items()}
+
+
+def profile_forward(args, head_dim, dtype) -> list[dict]:
+    """CUDA time per GPU kernel of one forward of ours and of SDPA at the first length (torch.profiler):
+    which launches the time goes to, for a forward that misses its target."""
+    from torch.profiler import ProfilerActivity, profile
+
+    length = args.lengths[0]
+    q, k, v, g = _inputs(args.batch, length, args.heads, head_dim, dtype, "cuda")
+    rows = []
+    for name, fn in _candidates().items():
+        with torch.no_grad():
+            for _ in range(3):
+                fn(q, k, v, g)  # compiled, tuned and warm before the profile
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(5):
+                    fn(q, k, v, g)
+                torch.cuda.synchronize()
+        for event in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:6]:
+            per_call_us = event.device_time_total / 5
+            print(f"profile D {head_dim} T {length} {name:>14}: {per_call_us:>9.1f} us/forward  {event.key[:80]}")
+            rows.append(
+                dict(
+                    kind="profile",
+                    kernel=name,
+                    head_dim=head_dim,
+                    length=length,
+                    gpu_kernel=event.key,
+                    us_per_forward=per_call_us,
+                )
+            )
     return rows
 
 
@@ -220,6 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out-json", help="write the CUDA rows (and the device and versions) here")
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--cpu-length", type=int, default=2048)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="CUDA: also the GPU time per kernel of one forward at the first length, and the autotuned configs",
+    )
     return parser
 
 

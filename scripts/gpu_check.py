@@ -97,6 +97,7 @@ PARTS = (
             "65536",
             "--decode-length",
             "65536",
+            "--profile",
             "--out-json",
             "{out}/kernel-speed.json",
         ),
