@@ -302,6 +302,19 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def reproducing_args(argv: list[str]) -> list[str]:
+    """The command line less what does not change the table (`--jobs N`, `--out-json PATH`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--jobs", "--out-json"):
+            skip = True
+        elif not arg.startswith(("--jobs=", "--out-json=")):
+            kept.append(arg)
+    return kept
+
+
 def grouped_row(text: str) -> tuple[int, int]:
     """``KEYS:BLOCK`` of ``--grouped-rows``."""
     try:
@@ -379,7 +392,9 @@ def main(argv=None) -> int:
     print(table)
     import triton
 
-    command = " ".join(["python benchmarks/kernel_resources.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(
+        ["python benchmarks/kernel_resources.py", *reproducing_args(sys.argv[1:] if argv is None else argv)]
+    )
     header = (
         f"Compiled ahead of time with triton {triton.__version__} on the CPU (no GPU), {len(rows)} compiles "
         f"({elapsed * args.jobs / 60:.0f} CPU-minutes): `{command}`. Forgetting attention: prefill and, unless "
