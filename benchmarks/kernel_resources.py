@@ -1,5 +1,7 @@
-"""Every Triton kernel of the package compiled ahead of time for sm_80 and sm_90, with no GPU:
-registers, spill (stack) bytes and shared memory per autotune config, and which GPUs each fits.
+"""Every Triton kernel of the package (forgetting attention's four, the grouped softmax's two)
+compiled ahead of time for sm_80 and sm_90, with no GPU: registers, spill (stack) bytes and shared
+memory per autotune config (or per launch, for the grouped softmax's row kernels, whose warps grow
+with the row), and which GPUs each fits.
 
 A GPU is rarely lent to this project, so what only a compile shows (a config that spills, one that
 needs more shared memory than a device has, a kernel that no longer compiles) is found here. The
@@ -10,7 +12,7 @@ Then every autotune config of each captured launch is compiled with the ptxas in
 wheel, and `cuobjdump --dump-resource-usage` reads registers and stack from the cubin.
 
     python benchmarks/kernel_resources.py                   # the full matrix (about half an hour on 2 cores)
-    python benchmarks/kernel_resources.py --quick           # default configs, bf16 and fp32, D 128
+    python benchmarks/kernel_resources.py --quick           # default configs, bf16 and fp32, D 128; 2 grouped rows
     python benchmarks/kernel_resources.py --write-docs docs/kernels.md
 
 Exits non-zero when any kernel fails to compile.
@@ -35,7 +37,13 @@ from dataclasses import asdict, dataclass
 SHARED_MEMORY_LIMIT = {"A100 (sm_80)": 166_912, "H100/H200 (sm_90)": 232_448, "sm_86/sm_89": 101_376}
 # The compile whose shared memory decides each device (sm_86/89 read off the sm_80 compile).
 LIMIT_TARGET = {"A100 (sm_80)": 80, "H100/H200 (sm_90)": 90, "sm_86/sm_89": 80}
-KERNELS = ("forward", "delta", "dq", "dkdv")  # as captured_launches names them
+ATTENTION_KERNELS = ("forward", "delta", "dq", "dkdv")  # as captured_launches names them
+GROUPED_KERNELS = ("gs_forward", "gs_backward")  # Landmark Attention's grouped softmax
+KERNELS = ATTENTION_KERNELS + GROUPED_KERNELS
+# Grouped-softmax score rows (keys, block size): the study's (512 + 6 x 64 keys: a 16x64 tile), the
+# released weights' blocks of 51 (no vector loads: not a multiple of 16) and the longest row the
+# dispatcher sends to Triton for each (dispatch.max_tile: 64x64 and 256x64). 128 queries, a window's worth.
+GROUPED_ROWS = ((896, 64), (818, 51), (3264, 51), (16384, 64))
 DOCS_START, DOCS_END = "<!-- kernel-resources:start -->", "<!-- kernel-resources:end -->"
 
 
@@ -51,6 +59,23 @@ class Shape:
     @property
     def name(self) -> str:
         return ("decode" if self.decode else "prefill") + (" +padding" if self.window else "")
+
+
+@dataclass(frozen=True)
+class GroupedShape:
+    """One grouped-softmax call: 128 query rows of ``keys`` scores in blocks of ``block_size``."""
+
+    keys: int
+    block_size: int
+    dtype: str
+    head_dim: int = 0  # no head dim: the kernels see scores
+
+    @property
+    def name(self) -> str:
+        from lm_eval_longmem.kernels.grouped_softmax.triton_function import tile_shape
+
+        blocks, pad = tile_shape(self.keys, self.block_size)
+        return f"{self.keys} keys, B {self.block_size} ({blocks}x{pad})"
 
 
 @dataclass
@@ -69,8 +94,33 @@ class Row:
     error: str = ""
 
 
-def captured_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
+def captured_launches(shape: Shape | GroupedShape) -> list[tuple[str, object, tuple, dict]]:
     """``(name, kernel, args, kwargs)`` of every launch one forward and backward make."""
+    if isinstance(shape, GroupedShape):
+        return _grouped_softmax_launches(shape)
+    return _attention_launches(shape)
+
+
+def _intercepted(kernels: dict, call) -> list[tuple[str, object, tuple, dict]]:
+    """Runs ``call()`` with each kernel's launch recorded instead of run."""
+    launches = []
+    saved = {name: kernel.__dict__.get("run") for name, kernel in kernels.items()}
+    for name, kernel in kernels.items():
+        kernel.run = lambda *args, _name=name, _kernel=kernel, grid=None, warmup=False, **kwargs: launches.append(
+            (_name, _kernel, args, kwargs)
+        )
+    try:
+        call()
+    finally:
+        for name, kernel in kernels.items():
+            if saved[name] is None:
+                del kernel.run
+            else:
+                kernel.run = saved[name]
+    return launches
+
+
+def _attention_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
     import torch
 
     from lm_eval_longmem.kernels.forgetting_attention import triton_function as launcher
@@ -82,13 +132,8 @@ def captured_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
         "dq": launcher.biased_attention_dq_kernel,
         "dkdv": launcher.biased_attention_dkdv_kernel,
     }
-    launches = []
-    saved = {name: kernel.__dict__.get("run") for name, kernel in kernels.items()}
-    for name, kernel in kernels.items():
-        kernel.run = lambda *args, _name=name, _kernel=kernel, grid=None, warmup=False, **kwargs: launches.append(
-            (_name, _kernel, args, kwargs)
-        )
-    try:
+
+    def forward_and_backward():
         batch, heads, keys = 2, 4, 1024
         queries = 1 if shape.decode else keys
         dtype = getattr(torch, shape.dtype)
@@ -100,18 +145,31 @@ def captured_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
         bounds = key_window_bounds(batch, queries, keys, seq_start, None, q.device)
         out = launcher.triton_biased_attention(q, k, v, q_bias, k_bias, shape.head_dim**-0.5, bounds)
         out.backward(torch.zeros_like(out))
-    finally:
-        for name, kernel in kernels.items():
-            if saved[name] is None:
-                del kernel.run
-            else:
-                kernel.run = saved[name]
-    return launches
+
+    return _intercepted(kernels, forward_and_backward)
 
 
-def _config_label(config) -> str:
-    if config is None:
-        return "fixed"
+def _grouped_softmax_launches(shape: GroupedShape) -> list[tuple[str, object, tuple, dict]]:
+    import torch
+
+    from lm_eval_longmem.kernels.grouped_softmax import triton_function as launcher
+
+    kernels = {
+        "gs_forward": launcher.grouped_softmax_forward_kernel,
+        "gs_backward": launcher.grouped_softmax_backward_kernel,
+    }
+
+    def forward_and_backward():
+        scores = torch.zeros(1, 2, 128, shape.keys, dtype=getattr(torch, shape.dtype), requires_grad=True)
+        weights = launcher.triton_grouped_softmax(scores, shape.block_size)
+        weights.backward(torch.zeros_like(weights))
+
+    return _intercepted(kernels, forward_and_backward)
+
+
+def _config_label(config, kwargs: dict) -> str:
+    if config is None:  # a kernel without autotuning: the warps its launch asks for, if any
+        return "fixed" + (f" w{kwargs['num_warps']}" if "num_warps" in kwargs else "")
     blocks = "x".join(str(v) for v in config.kwargs.values())
     return f"{blocks} w{config.num_warps} s{config.num_stages}"
 
@@ -149,7 +207,7 @@ def _compile_task(task) -> Row:
     shape, kernel_name, config_index, target = task
     name, kernel, args, kwargs = next(launch for launch in captured_launches(shape) if launch[0] == kernel_name)
     config = kernel.configs[config_index] if config_index is not None else None
-    row = Row(name, shape.name, shape.head_dim, shape.dtype, _config_label(config), target)
+    row = Row(name, shape.name, shape.head_dim, shape.dtype, _config_label(config, kwargs), target)
     row.estimated_shared_bytes = estimated_shared_bytes(kernel, config, shape)
     start = time.perf_counter()
     try:
@@ -238,10 +296,34 @@ def markdown(rows: list[Row]) -> str:
         verdict = fits(rows, first)
         marks = ["-" if verdict[d] is None else "yes" if verdict[d] else "**no**" for d in devices]
         lines.append(
-            f"| {kernel} | {shape} | {head_dim} | {dtype} | {config} | {_resources(by_target.get(80))} "
+            f"| {kernel} | {shape} | {head_dim or '-'} | {dtype} | {config} | {_resources(by_target.get(80))} "
             f"| {_resources(by_target.get(90))} | {estimate} | " + " | ".join(marks) + " |"
         )
     return "\n".join(lines)
+
+
+def reproducing_args(argv: list[str]) -> list[str]:
+    """The command line less what does not change the table (`--jobs N`, `--out-json PATH`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--jobs", "--out-json"):
+            skip = True
+        elif not arg.startswith(("--jobs=", "--out-json=")):
+            kept.append(arg)
+    return kept
+
+
+def grouped_row(text: str) -> tuple[int, int]:
+    """``KEYS:BLOCK`` of ``--grouped-rows``."""
+    try:
+        keys, block = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KEYS:BLOCK such as 896:64, got {text!r}") from None
+    if keys < 1 or block < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 1 key and blocks of at least 2, got {text!r}")
+    return keys, block
 
 
 def write_docs(path: str, table: str, header: str) -> None:
@@ -264,6 +346,14 @@ def main(argv=None) -> int:
     parser.add_argument("--default-config-only", action="store_true", help="each kernel's first autotune config")
     parser.add_argument("--no-padding", action="store_true", help="leave out the padded (HAS_WINDOW) shapes")
     parser.add_argument("--no-decode", action="store_true", help="leave out the one-query (decode) shapes")
+    parser.add_argument(
+        "--grouped-rows",
+        nargs="+",
+        type=grouped_row,
+        default=None,
+        metavar="KEYS:BLOCK",
+        help=f"grouped-softmax score rows (default: {' '.join(f'{k}:{b}' for k, b in GROUPED_ROWS)})",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out-json", default="")
     parser.add_argument("--write-docs", default="", help="write the table between the markers of this Markdown file")
@@ -274,12 +364,17 @@ def main(argv=None) -> int:
         args.head_dims = args.head_dims or [128]
         args.dtypes = args.dtypes or ["bfloat16", "float32"]
         args.default_config_only, args.no_padding, args.no_decode = True, True, True
+        args.grouped_rows = args.grouped_rows or [GROUPED_ROWS[0], GROUPED_ROWS[-1]]
     head_dims, dtypes = args.head_dims or [64, 128], args.dtypes or ["bfloat16", "float16", "float32"]
     shapes = [
         Shape(d, t, window, decode)
         for d, t in itertools.product(head_dims, dtypes)
         for window, decode in [(False, False), (True, False), (False, True)]
         if not (window and args.no_padding) and not (decode and args.no_decode)
+    ]
+    shapes += [
+        GroupedShape(keys, block, t)
+        for (keys, block), t in itertools.product(args.grouped_rows or GROUPED_ROWS, dtypes)
     ]
     tasks = tasks_for(shapes, args.kernels, args.default_config_only, args.targets)
     print(f"compiling {len(tasks)} kernel/config/target combinations on {args.jobs} processes", flush=True)
@@ -297,10 +392,17 @@ def main(argv=None) -> int:
     print(table)
     import triton
 
+    command = " ".join(
+        ["python benchmarks/kernel_resources.py", *reproducing_args(sys.argv[1:] if argv is None else argv)]
+    )
     header = (
-        f"Compiled ahead of time with triton {triton.__version__} (no GPU), {len(rows)} compiles in {elapsed:.0f} s: "
-        f"`python benchmarks/kernel_resources.py{' --quick' if args.quick else ''}`. Spill B is the stack frame "
-        "ptxas reserves (local-memory spills); shared KB is what the launch needs."
+        f"Compiled ahead of time with triton {triton.__version__} on the CPU (no GPU), {len(rows)} compiles "
+        f"({elapsed * args.jobs / 60:.0f} CPU-minutes): `{command}`. Forgetting attention: prefill and, unless "
+        "left out, padded prefill and decode (one query, not split because these launches keep gradients), only "
+        "the configs the autotuner considers for each dtype, head dim and phase. Grouped softmax: 128 query rows "
+        "of each row length (shape: keys, block size, the [blocks, B] tile). Spill B is the stack frame ptxas "
+        "reserves (local-memory spills). sm_80 compiles need less shared memory than sm_90 ones; the pruner's "
+        "estimate follows the sm_90 layout, so it is conservative on sm_80 and sm_86/89."
     )
     if args.out_json:
         with open(args.out_json, "w") as f:

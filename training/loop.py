@@ -97,7 +97,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     started = time.perf_counter()
     first_step = progress.step
     while progress.step < last_step:
-        loss = train_step(accelerator, model, optimizer, scheduler, order, progress.step, recipe)
+        loss, grad_norm = train_step(accelerator, model, optimizer, scheduler, order, progress.step, recipe)
         if average is not None:
             average.update(accelerator.unwrap_model(model))
         progress.step += 1
@@ -109,6 +109,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
             tokens_per_step,
             progress.tokens,
             write=progress.step % recipe.log_every == 0 or progress.step == last_step,
+            grad_norm=grad_norm,
         )
         # the last step is always saved: a killed export resumes from it, a larger max_steps continues it
         if progress.step == last_step or (recipe.save_every and progress.step % recipe.save_every == 0):
@@ -155,8 +156,13 @@ def end_processes(accelerator) -> None:
     accelerator.end_training()
 
 
-def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step: int, recipe: Recipe) -> float:
-    """One optimizer step over `grad_accum_steps` micro-batches; the loss averaged over processes."""
+def train_step(
+    accelerator, model, optimizer, scheduler, order: BatchOrder, step: int, recipe: Recipe
+) -> tuple[float, float | None]:
+    """One optimizer step over `grad_accum_steps` micro-batches: the loss averaged over processes,
+    and the gradient norm before clipping (None without clipping). The norm shows what the loss
+    cannot: a gradient divided by the accumulation steps twice is half as large, yet AdamW's steps,
+    and so the losses, hardly change."""
     total = torch.zeros((), device=accelerator.device)
     for micro in range(recipe.grad_accum_steps):
         batch = order.micro_batch(step, micro).to(accelerator.device)
@@ -166,12 +172,13 @@ def train_step(accelerator, model, optimizer, scheduler, order: BatchOrder, step
         set_boundary(accelerator, last)
         accelerator.backward(loss_for_backward(accelerator, loss, recipe.grad_accum_steps))
         total += loss.detach() / recipe.grad_accum_steps
-    if recipe.max_grad_norm > 0:
-        accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
+    grad_norm = None
+    if recipe.max_grad_norm > 0:  # DeepSpeed clips inside its step and reports the norm it clipped
+        grad_norm = accelerator.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
-    return accelerator.reduce(total, reduction="mean").item()
+    return accelerator.reduce(total, reduction="mean").item(), None if grad_norm is None else float(grad_norm)
 
 
 def set_use_cache(model, value: bool) -> None:

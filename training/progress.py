@@ -32,7 +32,9 @@ class TrainingLog:
         )
         self.clock = time.perf_counter()
 
-    def step(self, step: int, loss: float, lr: float, tokens: int, total_tokens: int, write: bool) -> None:
+    def step(
+        self, step: int, loss: float, lr: float, tokens: int, total_tokens: int, write: bool, grad_norm=None
+    ) -> None:
         now = time.perf_counter()
         tokens_per_second = tokens / max(now - self.clock, 1e-9)
         self.clock = now
@@ -41,6 +43,8 @@ class TrainingLog:
         if not write:
             return
         record = {"step": step, "loss": loss, "lr": lr, "tokens_per_second": tokens_per_second, "tokens": total_tokens}
+        if grad_norm is not None:  # before clipping
+            record["grad_norm"] = grad_norm
         self.accelerator.log({k: v for k, v in record.items() if k != "step"}, step=step)
         if self.main:
             with self.path.open("a") as out:

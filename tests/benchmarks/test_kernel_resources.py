@@ -16,7 +16,8 @@ pytest.importorskip("triton")
 
 
 def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
-    """The default config of the forward, delta, dq and dk/dv kernels, bf16, D 64, compiled for sm_90
+    """The default config of the forward, delta, dq and dk/dv kernels, bf16, D 64, and the grouped
+    softmax's forward and backward on the study's row (896 keys in blocks of 64), compiled for sm_90
     in a fresh process (the interpreter mode other tests set must not leak in)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(REPO)}
     rows_file = tmp_path / "rows.json"
@@ -33,6 +34,8 @@ def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
             "--default-config-only",
             "--no-padding",
             "--no-decode",
+            "--grouped-rows",
+            "896:64",
             "--jobs",
             "1",
             "--out-json",
@@ -45,14 +48,17 @@ def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = {row["kernel"]: row for row in json.loads(rows_file.read_text())}
-    assert set(rows) == {"forward", "delta", "dq", "dkdv"}
+    assert set(rows) == {"forward", "delta", "dq", "dkdv", "gs_forward", "gs_backward"}
     for row in rows.values():
         assert not row["error"] and 0 < row["registers"] <= 255 and row["shared_bytes"] > 0
+    for name in ("gs_forward", "gs_backward"):  # a 16x64 tile on 4 warps: 8 cells a thread, no spills
+        assert rows[name]["stack_bytes"] == 0 and rows[name]["config"] == "fixed w4", rows[name]
         if row["estimated_shared_bytes"] is not None:  # the autotune pruner's estimate, against the compile
             assert 0.75 <= row["estimated_shared_bytes"] / row["shared_bytes"] <= 1.3, row
     # 128x64 blocks, 3 stages of bf16 K and V tiles: tens of KB of shared memory, which sm_90 has
     assert 16 * 1024 < rows["forward"]["shared_bytes"] <= 232_448
     assert "| forward | prefill | 64 | bfloat16 |" in result.stdout
+    assert "| gs_forward | 896 keys, B 64 (16x64) | - | bfloat16 | fixed w4 |" in result.stdout
 
 
 def test_the_table_marks_a_config_that_exceeds_a_devices_shared_memory(tmp_path):

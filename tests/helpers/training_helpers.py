@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import yaml
 
 from lm_eval_longmem_training.loop import train
 from lm_eval_longmem_training.recipe_loading import load_recipe
@@ -29,3 +32,13 @@ def tiny_overrides(model_dir, corpus_file, output_dir, **extra) -> list[str]:
 def run_recipe(name: str, model_dir, corpus_file, output_dir: Path, **extra) -> dict:
     recipe = load_recipe(name, tiny_overrides(model_dir, corpus_file, output_dir, **extra))
     return train(recipe, recipe_source=name)
+
+
+TRAINING_DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
+
+
+def shipped_deepspeed_configs() -> list[dict]:
+    """The accelerate configs with `distributed_type: DEEPSPEED` that docs/training.md ships."""
+    blocks = re.findall(r"```yaml\n(.*?)```", TRAINING_DOCS.read_text(), flags=re.S)
+    configs = [yaml.safe_load(b) for b in blocks]
+    return [c for c in configs if isinstance(c, dict) and c.get("distributed_type") == "DEEPSPEED"]

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax, reference_grouped_softmax
+from lm_eval_longmem.kernels.grouped_softmax import choose_backend, grouped_softmax, reference_grouped_softmax
 
 
 def _interpreted() -> bool:
@@ -66,3 +66,13 @@ def test_in_a_fresh_interpreted_process():
         text=True,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@needs_interpreter
+def test_rows_that_would_spill_are_not_sent_to_the_kernels():
+    """3,265 keys: a 64x64 tile in blocks of 64, within the kernels' reach; in blocks of 51 (no vector
+    loads) a 128x64 tile, past the 4,096 cells such rows compile without spills."""
+    scores = torch.zeros(1, 3265)
+    assert choose_backend("triton", scores, 64) == "triton"
+    with pytest.raises(RuntimeError, match="blocks of 51 is longer than one tile"):
+        choose_backend("triton", scores, 51)

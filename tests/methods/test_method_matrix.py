@@ -10,7 +10,10 @@ formulas double a 128-token context. Per method:
   (`leaves_model_as_trained`) scores as the checkpoint's own forward;
 * generation: a few greedy tokens come back as a string;
 * the results file: it records the method and its arguments as given, as JSON;
-* bfloat16: the request scores within 0.05 nats per token of float32 (measured: under 0.001 here).
+* bfloat16: the request scores within 0.05 nats per token of float32 (measured: under 0.001 here);
+* device and dtype: scoring and generation give the same results, bit for bit, with new tensors
+  defaulting to the meta device and to float64 (tests/helpers/placement_guard.py): the hot path
+  makes nothing away from the model's device or in a dtype it did not name.
 
 The checkpoint is the session's tiny Llama (context 128), a tiny FoX for a method that needs a
 FoX checkpoint, or the one OWN_CHECKPOINT names (tests/helpers/method_checkpoints.py).
@@ -29,6 +32,7 @@ from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
 from lm_eval_longmem.models.method_registry import available_methods
 from tests.helpers.markers import requires_kvpress
 from tests.helpers.method_checkpoints import checkpoint_of
+from tests.helpers.placement_guard import hot_path_guarded
 
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 TINY_ARGUMENTS: dict[str, dict] = {
@@ -145,3 +149,12 @@ def test_bfloat16_scores_near_float32(lm, request):
     assert next(half.model.parameters()).dtype == torch.bfloat16
     (full, tokens), (reduced, _) = score(lm), score(half)
     assert math.isfinite(reduced) and abs(reduced - full) / tokens <= BF16_NATS_PER_TOKEN
+
+
+def test_hot_path_names_the_device_and_dtype_of_what_it_makes(lm):
+    loglikelihood, _ = score(lm)
+    (text,) = lm.generate_until([Instance("generate_until", {}, (CONTEXT, GREEDY), 0)], disable_tqdm=True)
+    with hot_path_guarded(lm):
+        assert score(lm)[0] == loglikelihood
+        (guarded_text,) = lm.generate_until([Instance("generate_until", {}, (CONTEXT, GREEDY), 0)], disable_tqdm=True)
+    assert guarded_text == text

@@ -5,24 +5,14 @@ deepspeed itself is not installed in the test environment."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-import yaml
 
 from lm_eval_longmem_training.deepspeed_batch import deepspeed_batch_config, loss_for_backward
 from lm_eval_longmem_training.errors import TrainingError
-
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
-
-
-def shipped_deepspeed_configs() -> list[dict]:
-    blocks = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(), flags=re.S)
-    configs = [yaml.safe_load(b) for b in blocks]
-    return [c for c in configs if isinstance(c, dict) and c.get("distributed_type") == "DEEPSPEED"]
+from tests.helpers.training_helpers import shipped_deepspeed_configs
 
 
 def plugin_config(accelerate_config: dict) -> dict:

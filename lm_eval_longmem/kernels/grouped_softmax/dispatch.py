@@ -21,9 +21,19 @@ from .checks import check_grouped_softmax_args
 from .reference import reference_grouped_softmax
 
 BACKENDS = ("auto", "triton", "torch", "reference")
-# Cells of one row's [blocks, B] tile above which the Triton path would spill: longer rows take
-# the PyTorch path (a landmark model's rows are far shorter: 512 + 6 * 64 keys is 1,024 cells).
+# Cells of one row's [blocks, B] tile above which the Triton path would spill even at 16 warps
+# (compiled ahead of time: benchmarks/kernel_resources.py): longer rows take the PyTorch path. A block
+# size that is not a multiple of 16 loses vector loads, and its rows spill past 4,096 cells (at 32
+# warps, 64 registers: 8-16 B at 8,192 cells; 56-536 B at 16,384). A landmark model's rows are far
+# shorter: 512 + 6 * 64 keys is 1,024 cells, 512 + 6 * 51 keys 2,048.
 TRITON_MAX_TILE = 16384
+TRITON_MAX_TILE_UNALIGNED = 4096
+
+
+def max_tile(block_size: int) -> int:
+    """The longest row tile the Triton path takes for this block size (cells)."""
+    return TRITON_MAX_TILE if block_size % 16 == 0 else TRITON_MAX_TILE_UNALIGNED
+
 
 _warned: set[str] = set()
 
@@ -35,8 +45,11 @@ def _triton_ready(scores: torch.Tensor, block_size: int) -> str | None:
     from .triton_function import tile_shape
 
     blocks, pad = tile_shape(scores.shape[-1], block_size)
-    if blocks * pad > TRITON_MAX_TILE:
-        return f"a row of {scores.shape[-1]} keys is longer than one tile ({TRITON_MAX_TILE} cells)"
+    if blocks * pad > max_tile(block_size):
+        return (
+            f"a row of {scores.shape[-1]} keys in blocks of {block_size} is longer than one tile "
+            f"({max_tile(block_size)} cells)"
+        )
     return None
 
 

@@ -66,9 +66,12 @@ def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, nu
     fisher = (g / scale) ** 2 if scale > 0 else torch.zeros_like(g)  # rescaled: no underflow; ratios unchanged
     targets, local = torch.unique_consecutive(member_groups, return_inverse=True)
     shape = (x.shape[0], targets.shape[0], x.shape[2])
-    weighted = torch.zeros(shape, device=x.device).index_add_(1, local, fisher * members)
-    weight = torch.zeros(shape, device=x.device).index_add_(1, local, fisher)
-    plain = torch.zeros(shape, device=x.device).index_add_(1, local, members) / size[targets].float()[None, :, None]
+    weighted = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher * members)
+    weight = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher)
+    plain = (
+        torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, members)
+        / size[targets].float()[None, :, None]
+    )
     tiny = torch.finfo(torch.float32).tiny
     merged[:, targets] = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
     return merged
@@ -80,7 +83,9 @@ def fisher_merge(
     """The cache after merging the chosen pairs: keys and values each by their own Fisher weights."""
     groups = merge_groups(pairs)
     num_groups = int(groups[-1]) + 1
-    counts = torch.zeros(num_groups, device=cache.counts.device).index_add_(0, groups, cache.counts)
+    counts = torch.zeros(num_groups, dtype=cache.counts.dtype, device=cache.counts.device).index_add_(
+        0, groups, cache.counts
+    )
     return LayerCache(
         fisher_average(cache.keys, key_grad, groups, num_groups),
         fisher_average(cache.values, value_grad, groups, num_groups),

@@ -39,7 +39,7 @@ def recall_centres(picks: torch.Tensor, scores: torch.Tensor, m: int, top_k_prim
     """The (at most) `top_k_prime` most picked keys, as span centres (unsorted)."""
     flat = picks.flatten()
     counts = torch.bincount(flat, minlength=m)
-    best = torch.full((m,), float("-inf"), device=picks.device).scatter_reduce_(
+    best = torch.full((m,), float("-inf"), dtype=torch.float32, device=picks.device).scatter_reduce_(
         0, flat, scores.flatten().float(), reduce="amax"
     )
     candidates = torch.nonzero(counts > 0).flatten()  # ascending: the earlier key wins remaining ties

@@ -38,17 +38,18 @@ class ClexGenerator:
             state["cache"] = DynamicCache(config=self.model.config)
             state["factor"] = self.clex.factor_for_length(len(tokens))
             self.encodes += 1
-            return self._last_logits(torch.tensor([tokens]), state["cache"])
+            return self._last_logits([tokens], state["cache"])
 
         def feed(token: int) -> torch.Tensor:
             tokens.append(token)
             if self.clex.factor_for_length(len(tokens)) != state["factor"]:
                 return encode_all()
-            return self._last_logits(torch.tensor([[token]]), state["cache"])
+            return self._last_logits([[token]], state["cache"])
 
         return decode_tokens(encode_all(), feed, request, self.pick, self.tokenizer)
 
-    def _last_logits(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
+    def _last_logits(self, ids: list[list[int]], cache) -> torch.Tensor:
         device = self.model.get_input_embeddings().weight.device
-        output = self.model(input_ids=input_ids.to(device), use_cache=True, logits_to_keep=1, **cache_argument(cache))
+        input_ids = torch.tensor(ids, dtype=torch.long, device=device)  # made where the model is
+        output = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1, **cache_argument(cache))
         return output.logits[0, -1]

@@ -26,8 +26,10 @@ def slot_origin(num_blocks: int, top_k: int, block_size: int) -> int:
 def landmark_score_positions(num_blocks: int, top_k: int, block_size: int, device=None) -> torch.Tensor:
     """[n] positions at which each cached block's landmark key is scored."""
     k = min(top_k, num_blocks)
-    slot = torch.cat([torch.zeros(num_blocks - k, dtype=torch.long), torch.arange(1, k + 1)])
-    return (slot * block_size + block_size - 1 + slot_origin(num_blocks, top_k, block_size)).to(device)
+    slot = torch.cat(
+        [torch.zeros(num_blocks - k, dtype=torch.long, device=device), torch.arange(1, k + 1, device=device)]
+    )
+    return slot * block_size + block_size - 1 + slot_origin(num_blocks, top_k, block_size)
 
 
 def chosen_block_starts(chosen: torch.Tensor, num_blocks: int, top_k: int, block_size: int) -> torch.Tensor:

@@ -26,7 +26,8 @@ class StreamingLLMPolicy(CachePolicy):
 
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
         sinks = min(self.args.sink_length, len(cache))
-        keep = torch.cat([torch.arange(sinks), torch.arange(sinks + remove, len(cache))]).to(cache.counts.device)
+        device = cache.counts.device
+        keep = torch.cat([torch.arange(sinks, device=device), torch.arange(sinks + remove, len(cache), device=device)])
         return cache.take(keep)
 
 

@@ -30,7 +30,9 @@ def install_length_scaled_update(rotary: torch.nn.Module, config, layer_type: st
             length = int(position_ids.max()) + 1
             if length != self._longmem_length:
                 table = getattr(self, buffer)
-                table.copy_(length_scaled_ntk_inv_freq(config, length, layer_type).to(table.device))
+                with torch.device("cpu"):  # on the host on purpose: a few floats, one copy per new length
+                    scaled = length_scaled_ntk_inv_freq(config, length, layer_type)
+                table.copy_(scaled.to(table.device))
                 self._longmem_length = length
         return original_forward(x, position_ids, *args, **kwargs)
 
