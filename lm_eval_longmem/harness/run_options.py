@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -183,10 +184,11 @@ def check_task_folder(folder: str) -> None:
     """lm-eval runs every YAML of a folder named alone in `--tasks` (unless a task has that name)."""
     files = sorted(glob.glob(str(Path(folder) / "*.yaml")))
     if not files:
-        from lm_eval.tasks import TaskManager
+        if "/" not in folder and os.sep not in folder:  # a bare name may be a task's: lm-eval's index decides
+            from lm_eval.tasks import TaskManager
 
-        if TaskManager().match_tasks([folder]):
-            return
+            if TaskManager().match_tasks([folder]):
+                return
         raise UsageError(f"argument --tasks: the folder {folder} holds no task YAML files (*.yaml).")
     for path in files:
         check_task_file(path, path)
