@@ -4,7 +4,7 @@ a refused value ends in one `error:` line naming the option and exit status 2, n
 traceback; an accepted one runs to its results table, as lm-eval alone would run it.
 
 Slow (about 2 s a case, ~3 minutes): the fast tier checks the same table at start-up in-process
-(tests/harness/test_run_options_fuzz.py) and four cases through the real commands
+(tests/harness/test_run_options_fuzz.py) and two cases through the real commands
 (tests/e2e/test_command_line_mistakes.py)."""
 
 import pytest
