@@ -2,11 +2,12 @@
 
 lm-eval 0.4.13's parser accepts values that fail later, deep inside it, with a traceback: a
 `--limit` of `nan`, `inf`, 0, a negative number or `1e30` (islice refuses it after the model
-loaded), `--batch_size abc`, `0` or `auto:x`, a negative `--num_fewshot`, `--gen_kwargs
-max_gen_toks=abc` or `until=5`, `--tasks` naming a YAML file that is not there, does not parse
-or is not a task, an empty `--tasks ,`, `--metadata max_length=abc`. Each is one `UsageError`
-here (exit status 2), naming the option, the value and the form expected. Values lm-eval takes
-are left exactly as they are: this only refuses.
+loaded), `--batch_size abc`, `0` or `auto:x`, `--gen_kwargs max_gen_toks=abc` or `until=5`,
+`--tasks` naming a YAML file that is not there, does not parse or is not a task, an empty
+`--tasks ,`, `--metadata max_length=abc`; and values it runs other than as typed (`--limit 2.5`
+as 2, a negative `--num_fewshot` ignored). Each is one `UsageError` here (exit status 2),
+naming the option, the value and the form expected. Values lm-eval can use are left exactly as
+they are: this only refuses.
 
 `check(args)` reads the namespace lm-eval's parser made; preflight.py calls it first, for
 every model (these are lm-eval's options, not ours).
