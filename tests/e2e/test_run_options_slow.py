@@ -7,6 +7,8 @@ Slow (about 2 s a case, ~3 minutes): the fast tier checks the same table at star
 (tests/harness/test_run_options_fuzz.py) and two cases through the real commands
 (tests/e2e/test_command_line_mistakes.py)."""
 
+import sys
+
 import pytest
 
 from lm_eval_longmem.cli import main
@@ -31,7 +33,8 @@ def small_run(case, model_dir, corpus_file) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
-def test_a_real_run_refuses_in_one_line_or_runs(case, folder, tiny_model_dir, corpus_file, capsys):
+def test_a_real_run_refuses_in_one_line_or_runs(case, folder, tiny_model_dir, corpus_file, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the pass-through sets its own
     argv = small_run(case, tiny_model_dir, corpus_file)
     if case.option == "--tasks":
         argv[argv.index("--tasks") + 1] = case.value_in(folder)
