@@ -27,11 +27,26 @@ class ResultsFileError(LongMemError, ValueError):
 
 
 class UsageError(LongMemError, ValueError):
-    """The command line itself is wrong (a misspelled task or subcommand, a malformed option
-    string): answered as argparse answers its own mistakes, one line and exit status 2."""
+    """The command line itself is wrong: changing what was typed makes the command run (a
+    misspelled task, method or argument; a value malformed or out of range; a path that is not
+    there; lengths the model cannot take). Answered as argparse answers its own mistakes: one
+    line and exit status 2. Every other error of ours (a model or dataset missing offline, a
+    package not installed, a damaged file, out of memory) exits 1."""
 
 
 USAGE_EXIT_STATUS = 2  # argparse's
+
+
+def exit_2_for_usage_errors(run, program: str | None = None):
+    """`run()`'s result; a `UsageError` it raises (also one a library raised another error
+    from) is answered with one line and exit status 2, whenever it is found."""
+    try:
+        return run()
+    except Exception as exc:
+        error = user_error_in(exc)
+        if not isinstance(error, UsageError) or debugging():
+            raise
+        exit_for_usage_error(error, program)
 
 
 def exit_for_usage_error(error: UsageError, program: str | None = None):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+PROGRAM = "lm-eval-longmem"
+
 # name -> module in this package; modules import only argparse at top level, so help is instant.
 MODULE_SUBCOMMANDS = {
     "fetch-data": "fetch_data",
@@ -94,23 +96,47 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = find_subcommand(argv[0])
     if command is not None:
-        from lm_eval_longmem.errors import exit_status_if_interrupted
+        from lm_eval_longmem.errors import exit_2_for_usage_errors, exit_status_if_interrupted
 
-        return exit_status_if_interrupted(lambda: command.main(argv[1:]))
+        return exit_status_if_interrupted(lambda: exit_2_for_usage_errors(lambda: command.main(argv[1:]), PROGRAM))
 
     from lm_eval_longmem.harness.startup import watch_lm_eval
 
     watch_lm_eval()  # what the start-up hook does for `lm_eval`: model, tasks, folders, checks
-    from lm_eval.__main__ import cli_evaluate
-
     theirs = None if argv[0].startswith("-") else lm_eval_commands()
     if theirs and argv[0] not in theirs:
         from lm_eval_longmem.errors import UsageError, exit_for_usage_error
 
-        exit_for_usage_error(UsageError(unknown_subcommand_message(argv[0], theirs)), "lm-eval-longmem")
-    sys.argv = ["lm-eval", *argv]
-    cli_evaluate()
+        exit_for_usage_error(UsageError(unknown_subcommand_message(argv[0], theirs)), PROGRAM)
+    run_lm_eval(argv)
     return 0
+
+
+def run_lm_eval(argv: list[str]) -> None:
+    """lm-eval's CLI (`lm_eval.__main__.cli_evaluate`, whose three steps these are) on `argv`,
+    its parsers renamed so that its messages name this command, not `lm-eval`."""
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    setup_logging()
+    sys.argv = [PROGRAM, *argv]
+    cli = HarnessCLI()
+    rename_parsers(cli._parser, "lm-eval", PROGRAM)
+    cli.execute(cli.parse_args())
+
+
+def rename_parsers(parser, old: str, new: str) -> None:
+    """`parser` and its subcommands' parsers call themselves `new` in usage lines and errors
+    (lm-eval 0.4.13 writes its name into each parser's `prog` and into `run`'s usage)."""
+    import argparse
+
+    parser.prog = new + parser.prog.removeprefix(old) if parser.prog.startswith(old) else parser.prog
+    if parser.usage and parser.usage.startswith(old + " "):
+        parser.usage = new + parser.usage.removeprefix(old)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                rename_parsers(subparser, old, new)
 
 
 if __name__ == "__main__":

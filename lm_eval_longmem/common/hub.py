@@ -14,7 +14,7 @@ import os
 import socket
 from urllib.parse import urlparse
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import LongMemError, UsageError
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -23,7 +23,7 @@ class HubUnavailableError(LongMemError, RuntimeError):
     """A model or dataset must come from the Hub, which this machine cannot reach."""
 
 
-class MissingLocalPathError(LongMemError, FileNotFoundError):
+class MissingLocalPathError(UsageError, FileNotFoundError):
     """A model or tokenizer named by a local path that does not exist (transformers would call
     it a malformed Hub id)."""
 

@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 NONE_STRINGS = ("", "none", "null")
 TRUE_STRINGS = ("true", "1", "yes")
@@ -30,7 +30,7 @@ MAX_EXPONENT = 4000  # about Python's limit on the digits of an int read from te
 _FLOAT_OVERFLOW = 2**1024  # the smallest integer float() cannot hold
 
 
-class MalformedValueError(LongMemError, ValueError):
+class MalformedValueError(UsageError):
     """A value does not read as the type its option declares; the message says the form wanted."""
 
 

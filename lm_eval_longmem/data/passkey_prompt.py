@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 TASK_LINE = (
     "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. "
@@ -35,7 +35,7 @@ KEY_RANGE = (1, 50000)  # inclusive, uniform
 ANSWER_TOKENS = 10
 
 
-class PromptTooShortError(LongMemError, ValueError):
+class PromptTooShortError(UsageError):
     """A length leaves no room for the prompt's fixed text."""
 
 

@@ -6,7 +6,9 @@ retries):
   cache while the Hub is unreachable;
 * an unknown `method=` or a bad argument of the method (listing the valid ones);
 * `--tasks` of ours (or the `longmem` group) whose datasets are missing: every missing one is
-  listed at once, with the one command that fetches them all.
+  listed at once, with the one command that fetches them all;
+* lm-eval's own options with values its parser accepts but its run cannot use (`--limit nan`,
+  `--batch_size 0`, `--tasks /no/such.yaml`, ...: run_options.py).
 
 `install()` also fills in task metadata the embedded default model implies
 (default_task_metadata.py). It wraps lm-eval's `run` subcommand (`lm_eval._cli.run.Run._execute`), which receives
@@ -38,14 +40,15 @@ def install(run_module=None) -> bool:
 
     @functools.wraps(function)
     def _execute(*args):
-        from lm_eval_longmem.errors import UsageError, exit_for_usage_error
+        from lm_eval_longmem.errors import exit_2_for_usage_errors
 
-        try:
+        def run():
             check(args[-1])  # a staticmethod today; the namespace is the last argument either way
             fill_default_tokenizer(args[-1])
             return function(*args)
-        except UsageError as error:  # e.g. a misspelled task (cli_mistakes.py): one line, exit 2
-            exit_for_usage_error(error)
+
+        # a mistake in the command (here or later in the run, e.g. a misspelled task): one line, exit 2
+        return exit_2_for_usage_errors(run)
 
     setattr(_execute, _MARKER, True)
     run._execute = staticmethod(_execute) if isinstance(original, staticmethod) else _execute
@@ -58,7 +61,9 @@ AUTO_DEVICE = "auto"  # longmem's models.longmem.AUTO_DEVICE (not imported here:
 def check(args) -> None:
     """Raise our one-message error when the run needs what this offline machine lacks."""
     from lm_eval_longmem.common.hub import hub_reachable
+    from lm_eval_longmem.harness import run_options
 
+    run_options.check(args)  # lm-eval's own options (--limit, --batch_size, --tasks files, ...)
     model_args = arguments_dict(getattr(args, "model_args", None))
     ours = getattr(args, "model", None) == MODEL_NAME
     if ours:
@@ -76,6 +81,33 @@ def check(args) -> None:
             missing_for(tasks, options)
     if ours and set(model_args) - {"pretrained"}:  # last: the method classes import torch (slow)
         check_method_arguments(model_args)
+    if tasks:
+        check_inputs_fit(tasks, options, getattr(args, "gen_kwargs", None) or {})
+
+
+def check_inputs_fit(tasks: list[str], options: dict, gen_kwargs: dict) -> None:
+    """Inputs longer than the model takes (`pk_lengths=[4096]` on a 2,048-token model) fail now,
+    not after the model loads: each task that declares an `inputs_check` is asked with the model's
+    config and tokenizer (read from a local folder, no weights). Skipped for a Hub model and for
+    the default model not yet converted; the task makes the same check when it builds."""
+    from lm_eval_longmem.tasks import registry
+    from lm_eval_longmem.tasks.declaration import import_object
+
+    checks = []
+    for requested in tasks:
+        for task, group_metadata in registry.group_entries(requested) or [(requested, {})]:
+            declaration = registry.find(task)
+            if declaration is not None and declaration.inputs_check is not None:
+                checks.append((declaration.inputs_check, {**group_metadata, **options}))
+    tokenizer = options.get("tokenizer")
+    local_tokenizer = tokenizer is None or local_config_folder(tokenizer) is not None
+    if not checks or local_config_folder(options.get("pretrained")) is None or not local_tokenizer:
+        return
+    from lm_eval_longmem.tasks.model_view import model_view
+
+    model = model_view(options)
+    for check_inputs, task_options in checks:
+        import_object(check_inputs)(task_options, model, gen_kwargs)
 
 
 def check_task_options(tasks: list[str], options: dict) -> None:

@@ -21,7 +21,7 @@ from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, po
 from tqdm import tqdm
 
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import LongMemError, UsageError
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
@@ -46,7 +46,7 @@ from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScor
 logger = logging.getLogger(__name__)
 
 
-class ContextTooLongError(LongMemError, ValueError):
+class ContextTooLongError(UsageError):
     """An input is longer than the model takes; memory tests are never silently truncated."""
 
 
@@ -302,6 +302,12 @@ class LongMemLM(HFLM):
             max_new_tokens = min(max_new_tokens, int(kwargs.pop("max_length")) - len(prompt))
         if not kwargs.get("do_sample"):
             kwargs.pop("temperature", None)
+        elif kwargs.get("temperature") is not None and float(kwargs["temperature"]) <= 0:  # transformers' traceback
+            raise UsageError(
+                f"{_describe_request(request)} asks to sample (do_sample=true) at temperature "
+                f"{kwargs['temperature']}: give --gen_kwargs temperature=T with T above 0, or do_sample=false for "
+                "greedy decoding."
+            )
         return (
             GenerationRequest(
                 prompt_ids=prompt,
@@ -332,7 +338,7 @@ class LongMemLM(HFLM):
         generation, _ = plan
         prompt, room = len(generation.prompt_ids), generation.max_new_tokens
         if room < 1:
-            raise ValueError(f"{_describe_request(request)} asks for {room} new tokens; max_gen_toks must be positive.")
+            raise UsageError(f"{_describe_request(request)} asks for {room} new tokens; max_gen_toks must be positive.")
         if prompt + room > self.max_length:
             raise ContextTooLongError(
                 f"{_describe_request(request)} has a prompt of {prompt} tokens and asks for up to {room} new "

@@ -55,7 +55,7 @@ def collect_runs(paths: Iterable[str | Path]) -> Discovery:
             skipped.append((file, str(err)))
     if not runs:
         reasons = "; ".join(reason for _, reason in skipped)
-        raise MissingResultsError(f"No readable lm-eval results under {where}: {reasons}")
+        raise ResultsFileError(f"No readable lm-eval results under {where}: {reasons}")  # damaged: exit 1
     return Discovery(runs, skipped)
 
 

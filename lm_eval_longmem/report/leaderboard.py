@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lm_eval_longmem.errors import LongMemError, ResultsFileError
+from lm_eval_longmem.errors import ResultsFileError, UsageError
 from lm_eval_longmem.report.headlines import headlines_of, no_numbers_note
 from lm_eval_longmem.report.runs import RunInfo
 from lm_eval_longmem.tasks.headlines import Column, Headline
@@ -22,7 +22,7 @@ ID_COLUMNS = ("model", "method", "arguments")
 DATE_COLUMN = "date"
 
 
-class UnknownColumnError(LongMemError, ValueError):
+class UnknownColumnError(UsageError):
     """`--sort` named a column the table does not have."""
 
 

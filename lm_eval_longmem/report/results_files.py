@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.errors import ResultsFileError
+from lm_eval_longmem.errors import ResultsFileError, UsageError
 from lm_eval_longmem.report.runs import describe_run, run_label, short_model_name  # noqa: F401 (run_label: public here too)
 from lm_eval_longmem.sweep.staging import STAGING_DIR
 from lm_eval_longmem.tasks.forgetting_curve.declaration import DECLARATION as FORGETTING_CURVE
@@ -41,7 +41,7 @@ class CurveRun:
     variant: str = ""
 
 
-class MissingResultsError(ResultsFileError, FileNotFoundError):
+class MissingResultsError(UsageError, ResultsFileError, FileNotFoundError):
     """No results file where one was named."""
 
 

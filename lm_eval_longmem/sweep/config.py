@@ -14,13 +14,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 DEFAULT_MODEL_TOKENS = (None, "default")
 AUTO_BATCH_SIZE = re.compile(r"auto(:[1-9][0-9]*)?")  # lm-eval's `auto` and `auto:N` (N recomputations)
 
 
-class SweepConfigError(LongMemError, ValueError):
+class SweepConfigError(UsageError):
     """A sweep file or a command-line list is missing, malformed or names an unknown key."""
 
 

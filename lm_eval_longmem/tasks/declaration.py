@@ -103,6 +103,9 @@ class TaskDeclaration:
     write_value: Callable[[Headline], str] = three_decimals  # a headline as tables write it
     no_numbers_note: Callable[[dict], str] | None = None  # why it gave no headline, where it can say
     figure: Figure | None = None
+    # "module:function"(options, model view, --gen_kwargs) raising TaskOptionError for inputs the
+    # model cannot take; the start-up check calls it with the model's config and tokenizer (no weights)
+    inputs_check: str | None = None
 
     def needs(self, options: Mapping[str, Any]) -> list[HubDataset]:
         """The Hub datasets this task cannot run without, under `options`."""

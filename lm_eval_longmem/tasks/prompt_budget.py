@@ -13,8 +13,8 @@ from dataclasses import dataclass
 HFLM_DEFAULT_MAX_GEN_TOKS = 256  # what lm-eval's HFLM generates when a task does not say
 
 
-def max_gen_toks(generation_kwargs: dict | None) -> int:
-    return int((generation_kwargs or {}).get("max_gen_toks", HFLM_DEFAULT_MAX_GEN_TOKS))
+def max_gen_toks(generation_kwargs: dict | None, default: int = HFLM_DEFAULT_MAX_GEN_TOKS) -> int:
+    return int((generation_kwargs or {}).get("max_gen_toks", default))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce, show_value
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ MAX_COUNT = 100_000
 MAX_SEED = 2**32 - 1
 
 
-class TaskOptionError(LongMemError, ValueError):
+class TaskOptionError(UsageError):
     """An option is unknown, malformed, or asks for something the model cannot take."""
 
 

@@ -1,6 +1,7 @@
 """Common command-line mistakes get one line with the valid choices and a "did you mean", exit
 status 2, through the real `lm_eval` and `lm-eval-longmem` commands (each stops before lm-eval
-imports torch: a second or two); commands lm-eval accepts are untouched."""
+imports torch: a second or two); commands lm-eval accepts are untouched. `lm-eval-longmem`
+names itself in every message, lm-eval's own included."""
 
 import pytest
 
@@ -57,6 +58,26 @@ def test_malformed_json_metadata_is_one_line():
         check=False,
     )
     assert_one_line(proc, "error: argument --metadata: Invalid JSON")
+
+
+def test_a_value_lm_evals_parser_takes_but_its_run_cannot_use_is_one_line():
+    """Through the start-up hook and through the pass-through, which names itself; every such value
+    of the fuzz table is checked in-process (harness/test_run_options_fuzz.py)."""
+    proc = run([str(BIN / "lm_eval"), "--model", "longmem", "--tasks", "/no/such/task.yaml"], check=False)
+    assert_one_line(proc, "lm_eval: error: argument --tasks: no task file matches /no/such/task.yaml")
+    proc = run(
+        [str(BIN / "lm-eval-longmem"), "--model", "hf", "--tasks", "forgetting_curve", "--batch_size", "0"], check=False
+    )
+    assert_one_line(proc, "lm-eval-longmem: error: argument --batch_size: '0' is not a batch size", "'auto'")
+
+
+def test_the_pass_through_names_itself_in_lm_evals_own_parse_errors():
+    command = ["--model", "longmem", "--tasks", "forgetting_curve", "--limit", "abc"]
+    proc = run([str(BIN / "lm-eval-longmem"), *command], check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    usage, error = proc.stderr.strip().splitlines()
+    assert usage.startswith("usage: lm-eval-longmem run --model <model>"), usage
+    assert error == "lm-eval-longmem run: error: argument --limit/-L: invalid float value: 'abc'", error
 
 
 def test_misspelled_subcommand_lists_ours_and_lm_evals():

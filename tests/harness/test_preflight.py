@@ -56,6 +56,7 @@ def test_uncached_hub_model_fails_at_start_up(empty_hub_cache):
         proc, "'someorg/somemodel' is not in the local Hugging Face cache", "pretrained=<local directory>"
     )
     assert started_nothing_heavy(proc)
+    assert proc.returncode == 1  # the command is right; this machine lacks the model
     assert elapsed < 60, elapsed  # ~3 s on 2 cores (under 5 s even loaded); generous for CI
 
 
@@ -77,6 +78,7 @@ def test_missing_local_model_path_fails_at_start_up(tmp_path):
     )
     assert_one_message(proc, f"No such file or directory: '{missing}'", "<output_dir>/export")
     assert started_nothing_heavy(proc)
+    assert proc.returncode == 2  # a path typed wrong: a mistake in the command
 
 
 def test_group_lists_every_missing_dataset_and_the_one_fetch_command(empty_hub_cache):
@@ -98,6 +100,7 @@ def test_group_lists_every_missing_dataset_and_the_one_fetch_command(empty_hub_c
         "--metadata bs_data=PATH",
     )
     assert started_nothing_heavy(proc)
+    assert proc.returncode == 1  # data missing offline
 
 
 def test_malformed_list_is_refused_not_repaired():

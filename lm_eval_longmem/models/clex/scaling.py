@@ -17,12 +17,12 @@ import math
 import torch
 from torch import nn
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.models.clex.frequency_field import ClexFrequencyField
 from lm_eval_longmem.models.clex.ode_solver import solve
 
 
-class FactorLimitError(LongMemError, ValueError):
+class FactorLimitError(UsageError):
     """A sequence is longer than C * max_factor, the longest CLEX has frequencies for."""
 
 

@@ -10,7 +10,7 @@ method says what it needs (`LongMemMethod.rewrites_rope`, `needs_fox_checkpoint`
 
 from __future__ import annotations
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.models.fox.configuration_fox import (
     FOX_MODEL_TYPES,
     ForgettingTransformerConfig,
@@ -26,7 +26,7 @@ OFFICIAL_CHECKPOINTS = tuple(
 )
 
 
-class ArchitectureMismatchError(LongMemError, ValueError):
+class ArchitectureMismatchError(UsageError):
     """A method was asked of a checkpoint whose architecture it does not apply to."""
 
 

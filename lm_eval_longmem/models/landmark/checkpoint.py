@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 LANDMARK_TOKEN = "<landmark>"
 LANDMARK_ID_KEY = "mem_id"
@@ -20,7 +20,7 @@ TRAIN_LENGTH_KEY = "train_context_length"
 LOSS_KEY = "include_landmark_in_loss"
 
 
-class NoLandmarkTokenError(LongMemError, ValueError):
+class NoLandmarkTokenError(UsageError):
     """The checkpoint was never trained with landmarks."""
 
 

@@ -8,10 +8,10 @@ too: the landmark's output is what predicts the next block's first token.
 
 from __future__ import annotations
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 
-class WindowDoesNotFitError(LongMemError, ValueError):
+class WindowDoesNotFitError(UsageError):
     """top_k retrieved blocks plus a window do not fit in the training context."""
 
 

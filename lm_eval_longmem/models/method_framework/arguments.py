@@ -8,14 +8,14 @@ import typing
 from typing import Any
 
 from lm_eval_longmem.common.typed_values import coerce
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 # Every integer argument of a method counts or sizes tokens; past int64 it cannot index a tensor
 # (and float(10**400), as a default derived from it, raises OverflowError).
 LARGEST_COUNT = 2**63 - 1
 
 
-class MethodArgumentError(LongMemError, ValueError):
+class MethodArgumentError(UsageError):
     """An argument of a long-memory method is unknown or has the wrong type."""
 
 

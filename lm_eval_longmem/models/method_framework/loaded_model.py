@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.models.checkpoint.source_name import source_name
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.rope.rotation import rebuild_rotary_embeddings
@@ -30,7 +30,7 @@ ROPE_FIELDS = frozenset({"rope_parameters", "rope_scaling", "rope_theta"})
 CHANGED_BY = "_longmem_changed_by"  # the method (as `describe()` says) that changed a model object
 
 
-class LoadedModelError(LongMemError, ValueError):
+class LoadedModelError(UsageError):
     """A method, or a --model_args setting, cannot be applied to an already-loaded model object."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_longmem.common.named_subclasses import import_every_module
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.models.method_framework.arguments import (
     MethodArgumentError,
     field_names,
@@ -17,7 +17,7 @@ from lm_eval_longmem.models.method_framework.base import LongMemMethod, register
 DEFAULT_METHOD = "vanilla"
 
 
-class UnknownMethodError(LongMemError, ValueError):
+class UnknownMethodError(UsageError):
     """`method=` names no long-memory method."""
 
 

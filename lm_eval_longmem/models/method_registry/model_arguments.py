@@ -11,7 +11,7 @@ import inspect
 from functools import cache
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 # Keyword arguments HFLM hands to `from_pretrained` that are not config attributes.
 FROM_PRETRAINED_OPTIONS = frozenset(
@@ -46,7 +46,7 @@ WRAPPER_ARGUMENTS = {
 WRAPPER_PARAMETERS = frozenset({"device", *WRAPPER_ARGUMENTS})
 
 
-class UnknownModelArgumentError(LongMemError, ValueError):
+class UnknownModelArgumentError(UsageError):
     """A `--model_args` key is neither ours, HFLM's, a from_pretrained option nor a config field."""
 
 

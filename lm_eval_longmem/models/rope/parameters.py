@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import UsageError
 
 
-class NotARopeModelError(LongMemError, ValueError):
+class NotARopeModelError(UsageError):
     """A RoPE-extension method was asked to change a model that has no rotary position embedding."""
 
 

@@ -26,6 +26,7 @@ DECLARATION = TaskDeclaration(
     # fc_corpus=auto (the default) falls back to the offline corpus: PG-19 only when asked for by name
     datasets=(DatasetNeed(PG19, lambda options: option_given(options, "fc_corpus") == "pg19"),),
     headlines=headlines,
+    inputs_check="lm_eval_longmem.tasks.forgetting_curve.protocol:check_inputs_fit",
     write_value=memory_length,
     no_numbers_note=no_numbers_note,
     figure=Figure(

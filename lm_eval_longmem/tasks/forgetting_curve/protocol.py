@@ -163,3 +163,8 @@ def plan_lengths(options: Options, model: ModelLengths) -> list[LengthPlan]:
             f"in --model_args). The longest length that fits is {max_fitting_length(limit)}. Nothing is truncated."
         )
     return plans
+
+
+def check_inputs_fit(metadata: dict[str, Any], model, gen_kwargs: dict[str, Any]) -> None:
+    """The start-up check's (tasks/declaration.py): some length must fit the model."""
+    plan_lengths(Options.from_metadata(metadata), ModelLengths.of(model))

@@ -10,6 +10,7 @@ DECLARATION = TaskDeclaration(
     summary="Passkey retrieval (landmark attention; Infini-attention appendix B): find a number in filler.",
     options=TaskOptions("pk_", "lm_eval_longmem.tasks.passkey.protocol:Options"),
     headlines=headlines,
+    inputs_check="lm_eval_longmem.tasks.passkey.protocol:check_inputs_fit",
     figure=Figure(
         subcommand="plot-passkey",
         help="draw longmem_passkey accuracy heatmaps (length x depth) from lm-eval results",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_sized_to_tokens
+from lm_eval_longmem.tasks.prompt_budget import max_gen_toks
 from lm_eval_longmem.tasks.task_options import (
     MAX_COUNT,
     MAX_SEED,
@@ -69,19 +70,31 @@ class Options:
         return "tokens" if self.protocol == "tokens" else "characters"
 
 
-def check_lengths_fit(options: Options, context_length: int) -> None:
+def check_lengths_fit(options: Options, context_length: int, answer_tokens: int = ANSWER_TOKENS) -> None:
     """Token lengths must leave the answer's room; fails before any prompt is built."""
     if options.protocol != "tokens":
         return
-    limit = context_length - ANSWER_TOKENS
+    limit = context_length - answer_tokens
+    if limit < 1:
+        raise PasskeyConfigError(
+            f"longmem_passkey: the answer's {answer_tokens} tokens (--gen_kwargs max_gen_toks) leave no room for a "
+            f"prompt in the {context_length} tokens the model takes. Lower max_gen_toks. Nothing is truncated."
+        )
     too_long = [L for L in options.lengths if L > limit]
     if too_long:
         raise PasskeyConfigError(
             f"longmem_passkey: length(s) {too_long} do not fit: the model takes {context_length} tokens and the "
-            f"answer needs {ANSWER_TOKENS}, so the longest prompt is {limit} tokens. Lower pk_lengths, or raise "
-            "the model's limit explicitly (max_length=N in --model_args, or a context-extension method). "
-            "Nothing is truncated."
+            f"answer needs {answer_tokens}, so the longest prompt is {limit} tokens. Lower pk_lengths"
+            + (" or --gen_kwargs max_gen_toks" if answer_tokens != ANSWER_TOKENS else "")
+            + ", or raise the model's limit explicitly (max_length=N in --model_args, or a context-extension "
+            "method). Nothing is truncated."
         )
+
+
+def check_inputs_fit(metadata: dict[str, Any], model, gen_kwargs: dict[str, Any]) -> None:
+    """The start-up check's (tasks/declaration.py): `--gen_kwargs max_gen_toks` replaces the
+    answer's room the task asks for."""
+    check_lengths_fit(Options.from_metadata(metadata), model.context_length, max_gen_toks(gen_kwargs, ANSWER_TOKENS))
 
 
 def prompt_for_tokens(length: int, depth: int, key: int, count: Callable[[str], int]) -> tuple[str, int]:
