@@ -150,7 +150,7 @@ class LandmarkSequence:
             # q . R(start) k' = (R(-start) q) . k': one rotation per query and chosen block, instead
             # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]).
             start = chosen_block_starts(chosen, n, self.top_k, B) - offset
-            queries_at_slots = rotate(queries[:, :, None], cos[start], -sin[start])
+            queries_at_slots = rotate(queries[:, :, None].expand(-1, -1, k, -1), cos[start], -sin[start])
             retrieved = torch.einsum("hckd,hckbd->hckb", queries_at_slots, block_keys).flatten(2)
             scores = torch.cat([retrieved, scores], dim=-1)
         weights = grouped_softmax(soft_cap(scores.float() * d.scaling, d.attn_softcap), B).to(q.dtype)
