@@ -16,7 +16,13 @@ sides alike. Budget per the stated-CLM paper's Table 3 proportions: chunk = budg
 32, LongCache's top-k' scaled from 256 of 4096 to the budget.
 
     nice -n 5 python benchmarks/bounded_cache_memory.py                    # defaults below
-    nice -n 5 python benchmarks/bounded_cache_memory.py --quick            # a smoke run
+    nice -n 5 python benchmarks/bounded_cache_memory.py --quick            # small sizes on SmolLM2 (~2 min)
+    python benchmarks/bounded_cache_memory.py --tiny                       # a smoke run: seconds
+
+`--tiny` swaps SmolLM2 for a random Llama of method_scoring.py's tiny shape (hidden 64, 2
+layers, 4/2 heads) with SmolLM2's tokenizer, and shrinks every length, budget and count to
+match (budget 64, chunk 16, 4 sinks; prefills of 80 and 160 tokens): it checks that every
+part of the script runs, its figures mean nothing. Any size flag given still wins.
 """
 
 from __future__ import annotations
@@ -40,13 +46,58 @@ from lm_eval_longmem.models.runtime.cache_argument import cache_argument, cache_
 BOUNDED = ("statedclm", "streamingllm", "longcache")
 
 
-def load():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+# --tiny: every size small enough for a smoke run of seconds (flags given explicitly still win)
+TINY_SIZES = dict(
+    budget=64,
+    chunk=16,
+    sink=4,
+    fc_lengths=[24, 64],
+    fc_samples=1,
+    passkey_lengths=[160],
+    passkey_depths=[0.5],
+    passkey_samples=1,
+    decode_contexts=[80, 160],
+    decode_reps=1,
+    corpus="shakespeare",
+)
+QUICK_SIZES = dict(
+    budget=128,
+    fc_lengths=[64, 200],
+    fc_samples=1,
+    passkey_lengths=[400],
+    passkey_depths=[0.1],
+    passkey_samples=1,
+    decode_contexts=[300, 600],
+    decode_reps=1,
+)
+
+
+def load(tiny: bool = False):
+    """SmolLM2-135M, or with `tiny` a random Llama of method_scoring.py's tiny shape and SmolLM2's tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from lm_eval_longmem.models.checkpoint.default_model import default_model_dir
 
     path = default_model_dir()
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if not tiny:
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval(), tokenizer
+    from method_scoring import SIZES  # benchmarks/ is on sys.path when run as a script
+
+    shape = SIZES["tiny"]
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=shape["hidden"],
+        intermediate_size=shape["intermediate"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        max_position_embeddings=4 * max(TINY_SIZES["decode_contexts"]),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval(), tokenizer
 
 
 PAIRS = (("statedclm", "streamingllm"), ("statedclm", "longcache"))
@@ -188,19 +239,37 @@ def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
     return per_token
 
 
-def main():
+DEFAULT_SIZES = dict(
+    budget=512,
+    sink=32,
+    fc_lengths=[256, 1024, 2047],
+    fc_samples=3,
+    passkey_lengths=[2048, 4096],
+    passkey_depths=[0.1, 0.3],
+    passkey_samples=3,
+    decode_contexts=[2048, 16384],
+    decode_reps=3,
+    corpus="auto",
+)
+
+
+def parse_args(argv=None):
+    """Arguments, with every size not given taken from --tiny's, --quick's or the default sizes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget", type=int, default=512)
+    parser.add_argument("--budget", type=int, help=f"default {DEFAULT_SIZES['budget']}")
     parser.add_argument("--chunk", type=int, default=None, help="default: budget / 8 (Table 3's 512 of 4096)")
-    parser.add_argument("--sink", type=int, default=32)
-    parser.add_argument("--fc-lengths", type=int, nargs="+", default=[256, 1024, 2047])
-    parser.add_argument("--fc-samples", type=int, default=3)
-    parser.add_argument("--passkey-lengths", type=int, nargs="+", default=[2048, 4096])
-    parser.add_argument("--passkey-depths", type=float, nargs="+", default=[0.1, 0.3])
-    parser.add_argument("--passkey-samples", type=int, default=3)
-    parser.add_argument("--decode-contexts", type=int, nargs="+", default=[2048, 16384])
+    parser.add_argument("--sink", type=int, help=f"default {DEFAULT_SIZES['sink']}")
+    parser.add_argument("--fc-lengths", type=int, nargs="+", help=f"default {DEFAULT_SIZES['fc_lengths']}")
+    parser.add_argument("--fc-samples", type=int, help=f"default {DEFAULT_SIZES['fc_samples']}")
+    parser.add_argument("--passkey-lengths", type=int, nargs="+", help=f"default {DEFAULT_SIZES['passkey_lengths']}")
+    parser.add_argument("--passkey-depths", type=float, nargs="+", help=f"default {DEFAULT_SIZES['passkey_depths']}")
+    parser.add_argument("--passkey-samples", type=int, help=f"default {DEFAULT_SIZES['passkey_samples']}")
+    parser.add_argument(
+        "--decode-contexts", type=int, nargs="+", help=f"prefill lengths, default {DEFAULT_SIZES['decode_contexts']}"
+    )
     parser.add_argument("--decode-tokens", type=int, default=None, help="default: 2 chunks")
-    parser.add_argument("--decode-reps", type=int, default=3)
+    parser.add_argument("--decode-reps", type=int, help=f"default {DEFAULT_SIZES['decode_reps']}")
+    parser.add_argument("--corpus", help="fc_corpus name or path (default auto; --tiny: shakespeare)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["fc", "passkey", "decode"])
     parser.add_argument(
         "--methods",
@@ -210,26 +279,33 @@ def main():
         help="a subset to re-measure one method (statedclm and streamingllm are always kept: "
         "the ratios and paired differences compare them)",
     )
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
+    parser.add_argument("--quick", action="store_true", help="small sizes on SmolLM2 (about 2 minutes)")
+    parser.add_argument("--tiny", action="store_true", help="a tiny random model and tiny sizes (seconds)")
     parser.add_argument("--json", help="also write the numbers here")
-    args = parser.parse_args()
-    if args.quick:
-        args.budget, args.fc_lengths, args.fc_samples = 128, [64, 200], 1
-        args.passkey_lengths, args.passkey_depths, args.passkey_samples = [400], [0.1], 1
-        args.decode_contexts, args.decode_reps = [300, 600], 1
+    args = parser.parse_args(argv)
+    sizes = {**DEFAULT_SIZES, **(TINY_SIZES if args.tiny else QUICK_SIZES if args.quick else {})}
+    for key, value in sizes.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     chunk = args.chunk or args.budget // 8
     decode_tokens = args.decode_tokens or 2 * chunk
     torch.manual_seed(0)
     from lm_eval_longmem.data.corpora import load_corpus
     from lm_eval_longmem.data.token_stream import corpus_tokens
 
-    model, tokenizer = load()
+    model, tokenizer = load(args.tiny)
     c = Contestants(model, tokenizer, args.budget, chunk, args.sink)
-    stream = corpus_tokens(load_corpus("auto"), tokenizer)
+    stream = corpus_tokens(load_corpus(args.corpus), tokenizer)
     names = [n for n in [*BOUNDED, "vanilla"] if n in {*args.methods, "statedclm", "streamingllm"}]
     pairs = [(a, b) for a, b in PAIRS if a in names and b in names]
     report = {"budget": args.budget, "chunk": chunk, "sink": args.sink, "threads": torch.get_num_threads()}
-    print(f"SmolLM2-135M, budget {args.budget}, chunk {chunk}, sinks {args.sink}, {torch.get_num_threads()} threads")
+    model_name = "tiny random Llama" if args.tiny else "SmolLM2-135M"
+    print(f"{model_name}, budget {args.budget}, chunk {chunk}, sinks {args.sink}, {torch.get_num_threads()} threads")
 
     if "fc" not in args.skip:
         acc, secs = forgetting_curve(c, stream, args.fc_lengths, args.fc_samples, names)
@@ -289,6 +365,7 @@ def main():
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=1)
+    return report
 
 
 if __name__ == "__main__":

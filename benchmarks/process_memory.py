@@ -28,3 +28,21 @@ def run_worker(command: list[str], env: dict | None = None) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command[1:])} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_peak_rss(command: list[str], env: dict | None = None) -> tuple[int, str]:
+    """Run a command to its end and return (its peak resident set in bytes, its error output):
+    the child's own high-water mark from wait4, whatever else runs on the machine."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        text = errors.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{text[-3000:]}")
+    return usage.ru_maxrss * 1024, text

@@ -9,8 +9,12 @@ options that make the run smaller.
 
 The passes are at the run's longest input capped at 4,096 tokens and a quarter of that. Shorter
 probes (256 and 1,024) put the quadratic term in the noise and, extrapolated to 16k-token inputs,
-announce far less than the run takes (measured in docs/benchmarks.md). The longer probe costs
-seconds on a CPU, against a run of at least `ESTIMATE_ABOVE_TOKENS` tokens.
+announce far less than the run takes (measured in docs/benchmarks.md). Each probe length is
+timed `PROBE_REPEATS` times after one warm-up pass: one timing each announced 8-30% more than
+the run took on a quiet machine (a stall or a first-call cost lands in the fit and is
+extrapolated); the fit goes through the medians, and the announced range through each probe's
+fastest and slowest pass, so its width says how steady the machine was. The probes cost seconds
+on a CPU, against a run of at least `ESTIMATE_ABOVE_TOKENS` tokens.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 ESTIMATE_ABOVE_TOKENS = 100_000  # smaller runs take seconds to a few minutes: no timing pass
 ESTIMATE_ABOVE_ENV = "LM_EVAL_LONGMEM_ESTIMATE_ABOVE"  # tokens; 0 estimates every run
 LONGEST_PROBE = 4096  # tokens: the longer timed pass, when the run's inputs are at least this long
+PROBE_REPEATS = 3  # timed passes per probe length: the fit takes their median
 SHRINKING_OPTIONS = ("lengths", "samples", "windows", "max_length", "shots")
 
 
@@ -72,11 +77,28 @@ def probe_lengths(longest: int) -> list[int]:
     return sorted({max(1, long // 4), long})
 
 
-def estimate_seconds(lengths: Iterable[int], time_one: Callable[[int], float], longest: int) -> float:
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds for the whole run: through the probes' medians, and through their fastest and slowest passes."""
+
+    seconds: float
+    low: float
+    high: float
+
+
+def estimate_seconds(lengths: Iterable[int], time_one: Callable[[int], float], longest: int) -> Estimate:
     probes = probe_lengths(longest)
     time_one(probes[0])  # warm-up: first-call costs (allocations, kernel builds) are not per request
-    cost = fit_cost([(length, time_one(length)) for length in probes])
-    return sum(cost(length) for length in lengths)
+    timings = {length: sorted(time_one(length) for _ in range(PROBE_REPEATS)) for length in probes}
+    lengths = list(lengths)
+
+    def total(pick: Callable[[list[float]], float]) -> float:
+        cost = fit_cost([(length, pick(times)) for length, times in timings.items()])
+        return sum(cost(length) for length in lengths)
+
+    central, fastest, slowest = total(lambda t: t[len(t) // 2]), total(lambda t: t[0]), total(lambda t: t[-1])
+    # extrapolated, the fit through the fastest passes can exceed the median's (a steeper b): order the ends
+    return Estimate(central, min(central, fastest, slowest), max(central, fastest, slowest))
 
 
 def shrink_hint(tasks: Iterable[str]) -> str:
@@ -95,16 +117,32 @@ def shrink_hint(tasks: Iterable[str]) -> str:
     return f"To make it smaller: --limit N (documents per task){shown}."
 
 
+def _unit(seconds: float) -> str:
+    return "s" if seconds < 90 else "min" if seconds < 90 * 60 else "h"
+
+
+def _number(seconds: float, unit: str) -> str:
+    if unit == "s":
+        return str(max(1, math.ceil(seconds)))
+    return f"{seconds / 60:.0f}" if unit == "min" else f"{seconds / 3600:.1f}"
+
+
 def human_duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{max(1, math.ceil(seconds))} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    unit = _unit(seconds)
+    return f"{_number(seconds, unit)} {unit}"
 
 
-def announce(plan: CostPlan, time_one: Callable[[int], float] | None, device: str, write=None) -> float | None:
-    """Print the plan, and the estimate when the run is big; returns the estimate (seconds)."""
+def human_range(estimate: Estimate) -> str:
+    """'40-47 min (median 44 min)', both ends in the high end's unit; one figure when they agree."""
+    unit = _unit(estimate.high)
+    low, high = _number(estimate.low, unit), _number(estimate.high, unit)
+    if low == high:
+        return human_duration(estimate.seconds)
+    return f"{low}-{high} {unit} (median {human_duration(estimate.seconds)})"
+
+
+def announce(plan: CostPlan, time_one: Callable[[int], float] | None, device: str, write=None) -> Estimate | None:
+    """Print the plan, and the estimate when the run is big; returns the estimate."""
     write = write or (lambda line: print(line, file=sys.stderr, flush=True))
     if not plan.lengths:
         return None
@@ -112,9 +150,10 @@ def announce(plan: CostPlan, time_one: Callable[[int], float] | None, device: st
     if time_one is None or plan.total_tokens < int(os.environ.get(ESTIMATE_ABOVE_ENV, ESTIMATE_ABOVE_TOKENS)):
         return None
     started = time.perf_counter()
-    seconds = estimate_seconds(plan.lengths, time_one, max(plan.lengths))
+    estimate = estimate_seconds(plan.lengths, time_one, max(plan.lengths))
+    probes = " and ".join(f"{n:,}" for n in probe_lengths(max(plan.lengths)))
     write(
-        f"longmem: estimated {human_duration(seconds)} on this machine ({device}; two timed passes, "
-        f"{time.perf_counter() - started:.1f} s). " + shrink_hint(plan.tasks)
+        f"longmem: estimated {human_range(estimate)} on this machine ({device}; inputs of {probes} tokens "
+        f"timed {PROBE_REPEATS} times each, {time.perf_counter() - started:.1f} s). " + shrink_hint(plan.tasks)
     )
-    return seconds
+    return estimate

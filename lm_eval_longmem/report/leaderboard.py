@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lm_eval_longmem.errors import ResultsFileError, UsageError
 from lm_eval_longmem.report.headlines import headlines_of, no_numbers_note
-from lm_eval_longmem.report.runs import RunInfo
+from lm_eval_longmem.report.runs import RunInfo, unambiguous_model_names
 from lm_eval_longmem.tasks.headlines import Column, Headline
 
 ID_COLUMNS = ("model", "method", "arguments")
@@ -31,10 +31,11 @@ class Row:
     run: RunInfo  # the newest file that contributed
     cells: dict[str, Headline] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
+    model_name: str | None = None  # what the model column shows: short, unambiguous among the rows
 
     def value(self, column: str):
         if column == "model":
-            return self.run.model
+            return self.model_name or self.run.model
         if column == "method":
             return self.run.method
         if column == "arguments":
@@ -79,6 +80,9 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     if not rows:
         reasons = "; ".join(f"{source}: {why}" for source, why in skipped)
         raise ResultsFileError(f"None of the results files has numeric results of any task ({reasons}).")
+    names = unambiguous_model_names(row.run.model for row in rows.values())
+    for row in rows.values():
+        row.model_name = names[row.run.model]
     ordered = sorted(
         rows.values(), key=lambda row: (row.run.model, row.run.method, row.run.arguments_text, row.run.date)
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -123,6 +124,23 @@ def short_model_name(model: str) -> str:
             return model
         return "/".join(parts[-2:]) if len(parts) > 1 and GENERIC_LEAF.match(parts[-1]) else parts[-1]
     return model
+
+
+def unambiguous_model_names(models: Iterable[str]) -> dict[str, str]:
+    """Each model's `short_model_name`, with as many more trailing folders as it takes to tell
+    apart two local paths that shorten alike (".../a/export" and ".../b/export" stay "a/export"
+    and "b/export"; ".../x/run7" and ".../y/run7" become "x/run7" and "y/run7")."""
+    models = sorted(set(models))
+    names = {model: short_model_name(model) for model in models}
+    depth = 1
+    while True:
+        clashing = [m for m in models if sum(names[m] == names[o] for o in models) > 1]
+        if not clashing:
+            return names
+        depth += 1
+        for model in clashing:
+            parts = [part for part in model.replace("\\", "/").split("/") if part not in ("", ".", "..", "~")]
+            names[model] = "/".join(parts[-depth:]) if depth < len(parts) else model
 
 
 def model_args_dict(model_args: dict[str, Any] | str | None) -> dict[str, Any]:

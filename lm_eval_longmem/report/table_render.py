@@ -1,7 +1,10 @@
 """Write a leaderboard as Markdown (to read or paste), CSV (to load) or JSON (to process).
 
 Markdown rounds for reading; CSV and JSON keep full-precision numbers, JSON with stderr and the
-source files of each row. A lower bound stays one in every format: Markdown and CSV write it the
+source files of each row. Every column has one number format: Markdown writes each task's
+values its one way; CSV writes a column whose values were all recorded as integers (memory
+lengths) as integers and any other as floats, so one file's `1` and another's `0.75` read
+`1.0` and `0.75`. A lower bound stays one in every format: Markdown and CSV write it the
 paper's way (">4095": still met at the longest tested length, so a spreadsheet cannot mistake it
 for the exact length), JSON keeps the number and lists the column under `lower_bounds`.
 """
@@ -54,18 +57,26 @@ def to_csv(board: Leaderboard) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(board.column_names)
+    integer_columns = {
+        column.name
+        for column in board.columns
+        if all(isinstance(row.value(column.name), (int, type(None))) for row in board.rows)
+    }
     for row in board.rows:
-        writer.writerow([_csv_cell(row, name) for name in board.column_names])
+        writer.writerow([_csv_cell(row, name, name in integer_columns) for name in board.column_names])
     return buffer.getvalue()
 
 
-def _csv_cell(row, name: str):
-    """The full-precision value; a lower bound as ">L"; blank when the run has none."""
+def _csv_cell(row, name: str, integers: bool):
+    """The full-precision value (a float unless its whole column is integers); a lower bound as
+    ">L"; blank when the run has none."""
     cell = row.cells.get(name)
     if cell is not None and cell.lower_bound:
         return length_text(cell.value, True)
     value = row.value(name)
-    return "" if value is None else value
+    if value is None:
+        return ""
+    return float(value) if cell is not None and not integers else value
 
 
 def to_json(board: Leaderboard) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +53,8 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
     assert main(["leaderboard", str(out)]) == 0
     (row,) = table_rows(capsys.readouterr().out)
     results = data["results"]
-    assert (row["model"], row["method"], row["arguments"]) == (data["config"]["longmem_pretrained"], "vanilla", "")
+    model_folder = Path(data["config"]["longmem_pretrained"]).name  # a local checkpoint: its folder's name
+    assert (row["model"], row["method"], row["arguments"]) == (model_folder, "vanilla", "")
     fc = results["forgetting_curve"]
     assert row["fc_fine"].lstrip(">") == str(fc["fine_memory_length,none"])
     assert row["fc_coarse"].lstrip(">") == str(fc["coarse_memory_length,none"])
@@ -77,7 +79,7 @@ def test_every_tasks_headline_numbers_come_from_the_real_file(real_output, capsy
         if (m := re.fullmatch(r"ppl@(\d+),none", key))
     }
     for length, value in perplexity.items():  # the group runs longmem_perplexity where it has it
-        assert row[f"ppl@{length}"] == (f"{value:.2f}" if value < 1000 else f"{value:.4g}")
+        assert row[f"ppl@{length}"] == f"{value:.2f}"
     booksum = {
         int(m.group(1)): value
         for key, value in results["longmem_booksum"].items()

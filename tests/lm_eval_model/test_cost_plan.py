@@ -3,11 +3,14 @@
 import pytest
 
 from lm_eval_longmem.lm_eval_model.cost_plan import (
+    PROBE_REPEATS,
     CostPlan,
+    Estimate,
     announce,
     estimate_seconds,
     fit_cost,
     human_duration,
+    human_range,
     probe_lengths,
     shrink_hint,
 )
@@ -31,11 +34,33 @@ def test_estimate_sums_the_fitted_cost_over_every_input_after_a_warm_up():
 
     lengths = [129, 1025, 4097, 16385]
     expected = sum(1e-3 * n + 1e-6 * n * n for n in lengths)
-    assert estimate_seconds(lengths, time_one, max(lengths)) == pytest.approx(expected)
-    assert calls == [1024, 1024, 4096]  # warm-up, then the two timed passes
+    estimate = estimate_seconds(lengths, time_one, max(lengths))
+    assert estimate.seconds == estimate.low == estimate.high == pytest.approx(expected)  # steady: no width
+    assert calls == [1024] + [1024] * PROBE_REPEATS + [4096] * PROBE_REPEATS  # warm-up, then the timed passes
     calls.clear()
     estimate_seconds([100, 200], time_one, 200)  # a short run probes at its own longest input
-    assert calls == [50, 50, 200]
+    assert calls == [50] + [50] * PROBE_REPEATS + [200] * PROBE_REPEATS
+
+
+def test_one_slow_pass_per_probe_widens_the_range_but_does_not_move_the_median_fit():
+    """What one timing per probe got wrong: a stall (here +30%) in a pass went straight into the fit."""
+    stalls = iter([False, True, False, False, False, False, True])  # warm-up, 3 x 1,024, 3 x 4,096
+
+    def time_one(length):
+        return (1e-3 * length + 1e-6 * length**2) * (1.3 if next(stalls) else 1.0)
+
+    lengths = [4097, 16385]
+    steady = sum(1e-3 * n + 1e-6 * n * n for n in lengths)
+    estimate = estimate_seconds(lengths, time_one, max(lengths))
+    assert estimate.seconds == pytest.approx(steady)
+    assert estimate.low == pytest.approx(steady) and estimate.high == pytest.approx(1.3 * steady)
+
+
+def test_the_range_is_said_in_one_unit_and_collapses_when_its_ends_agree():
+    assert human_range(Estimate(44 * 60, 40 * 60, 47 * 60)) == "40-47 min (median 44 min)"
+    assert human_range(Estimate(6.0 * 3600, 5.2 * 3600, 6.8 * 3600)) == "5.2-6.8 h (median 6.0 h)"
+    assert human_range(Estimate(80 * 60, 70 * 60, 100 * 60)) == "1.2-1.7 h (median 80 min)"
+    assert human_range(Estimate(5.1, 5.05, 5.2)) == "6 s"
 
 
 def test_the_longer_probe_is_the_longest_input_up_to_a_cap_and_the_shorter_a_quarter_of_it():
@@ -70,8 +95,9 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
     ]
     monkeypatch.setenv("LM_EVAL_LONGMEM_ESTIMATE_ABOVE", "0")
     lines.clear()
-    assert announce(small, lambda n: n / 100, "cpu", lines.append) == pytest.approx(5.15)
+    assert announce(small, lambda n: n / 100, "cpu", lines.append).seconds == pytest.approx(5.15)
     assert lines[1].startswith("longmem: estimated 6 s on this machine (cpu") and "fc_lengths" in lines[1]
+    assert f"inputs of 64 and 257 tokens timed {PROBE_REPEATS} times each" in lines[1]
     assert human_duration(5400) == "1.5 h" and human_duration(600) == "10 min"
 
 

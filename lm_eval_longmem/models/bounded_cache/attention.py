@@ -48,6 +48,13 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
     c = q.shape[1]
     W = keys.shape[1] - c
     queries = rotate(q, cos[W : W + c], sin[W : W + c])
+    if W == 0 and not softcap:
+        # no window (an Infini segment's start): plain causal attention, without the [c, c] bias and
+        # the two temporaries building it (50 MB at c = 2048), the largest part of a segment's peak
+        out = F.scaled_dot_product_attention(
+            queries[None], keys[None], values[None], is_causal=True, scale=scale, enable_gqa=True
+        )[0]
+        return out, keys.new_zeros(0) if want_received else None
     bias = logit_bias(window_log_counts, c, queries.dtype)
     out = count_weighted_attention(queries, keys, values, bias, scale, softcap)
     received = None

@@ -10,6 +10,7 @@ import torch
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.heap_release import HeapRelease
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.runtime.stepwise_decoding import TokenPicker, decode_tokens
 
@@ -30,10 +31,11 @@ class BoundedCacheGenerator:
         runner = BoundedCacheRunner(self.decoder, policy)
         self.last_runner = runner
         prompt = list(request.prompt_ids)
-        chunk = policy.args.chunk_size
+        chunk, release = policy.args.chunk_size, HeapRelease()
         for start in range(0, len(prompt), chunk):
             stop = min(start + chunk, len(prompt))
             hidden = runner.feed_chunk(prompt[start:stop], next_id=prompt[stop] if stop < len(prompt) else None)
+            release.fed(stop - start, hidden.device)
 
         def feed(token: int) -> torch.Tensor:
             return self.decoder.logits(runner.feed_token(token)[-1])

@@ -10,6 +10,7 @@ import torch
 
 from lm_eval_longmem.models.compressive_memory.recurrence import SegmentRecurrence
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.heap_release import HeapRelease
 from lm_eval_longmem.models.runtime.stepwise_decoding import TokenPicker, decode_tokens
 
 
@@ -26,9 +27,10 @@ class InfiniGenerator:
             raise ValueError("generation needs a non-empty prompt")
         recurrence = self.start_sequence()
         self.last_recurrence = recurrence
-        prompt, step = list(request.prompt_ids), recurrence.segment_length
+        prompt, step, release = list(request.prompt_ids), recurrence.segment_length, HeapRelease()
         for start in range(0, len(prompt), step):  # one segment's hidden states at a time
             hidden = recurrence.feed(prompt[start : start + step])
+            release.fed(len(hidden), hidden.device)
         logits = recurrence.decoder.logits(hidden[-1])
         return decode_tokens(
             logits,

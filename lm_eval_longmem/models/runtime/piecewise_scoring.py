@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 
+from lm_eval_longmem.models.runtime.heap_release import HeapRelease
 from lm_eval_longmem.models.runtime.requests import ScoredContinuation
 from lm_eval_longmem.models.runtime.scoring import CHUNK_BYTES, ScoredSpan, SpanTotals
 
@@ -28,9 +29,11 @@ def score_in_pieces(
     totals = SpanTotals()
     scored_end = span.start + len(span.targets)
     head_positions = max(1, CHUNK_BYTES // (4 * vocab_size))
+    release = HeapRelease()
     for start in range(0, row_length, piece_length):
         stop = min(start + piece_length, row_length)
         hidden = run_piece(start, stop)
+        release.fed(stop - start, hidden.device)
         for first in range(max(start, span.start), min(stop, scored_end), head_positions):
             last = min(first + head_positions, stop, scored_end)
             targets = torch.tensor(span.targets[first - span.start : last - span.start], device=hidden.device)

@@ -13,5 +13,6 @@ def headlines(metrics: dict, task: str) -> list[Headline]:
 
 
 def perplexity_value(cell: Headline) -> str:
-    """Tables write a perplexity with two decimals, in 4 significant digits once it is huge."""
-    return f"{cell.value:.2f}" if cell.value < 1000 else f"{cell.value:.4g}"
+    """Tables write a perplexity with two decimals, huge ones too: one format down a column
+    (4 significant digits once huge put "1234" and "1.235e+04" beside "20.25")."""
+    return f"{cell.value:.2f}"
