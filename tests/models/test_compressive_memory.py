@@ -154,8 +154,9 @@ def test_read_memory_false_is_the_base_model_on_each_segment_whatever_the_gates(
     """The ablation control: same weights and trained-looking gates, but no segment reads the
     memory, so every segment is the base model on that segment alone."""
     ids = token_ids(3 * SEGMENT, seed=4)
+    rec = recurrence(tiny, read_memory="false")  # attaches the gates, so the test stands alone
     force_gates(tiny, 2.0)  # a gate that would take 88% of each head from the memory
-    ablated = logits_of(recurrence(tiny, read_memory="false"), ids)
+    ablated = logits_of(rec, ids)
     with torch.no_grad():
         pieces = [tiny(torch.tensor([ids[i : i + SEGMENT]])).logits[0] for i in range(0, len(ids), SEGMENT)]
     force_gates(tiny, 0.0)
