@@ -96,3 +96,14 @@ def test_one_forward_per_request(lm):
     finally:
         hook.remove()
     assert len(body_calls) == 3  # batch_size=1: one forward of the model body per request
+
+
+def test_the_timed_probe_scores_the_runs_share_of_positions(lm, monkeypatch):
+    """The estimate's probes score as many positions as the run's requests do on average (the
+    output head over them is part of the cost); one scored token put the estimate 40% low."""
+    seen = []
+    monkeypatch.setattr(lm.scorer, "score", lambda ids, spans: seen.append((ids.shape[1], spans[0])))
+    lm._time_scoring(100, scored_fraction=0.5)
+    lm._time_scoring(100)
+    (length, half), (_, one) = seen
+    assert length == 100 and half.start == 50 and len(half.targets) == 50 and len(one.targets) == 1
