@@ -27,7 +27,7 @@ same keys for every model, greedy, correct iff the three digits come back:
 Each cell: accuracy and its 95% Wilson interval over `--samples` prompts. Training saves a
 checkpoint every `--save-every` steps in `--work` and resumes from it.
 
-    OMP_NUM_THREADS=1 nice -n 5 python benchmarks/landmark_passkey_claim.py
+    OMP_NUM_THREADS=1 nice -n 5 python benchmarks/landmark_passkey_claim.py   # about 45 minutes on a busy 2-core CPU
 """
 
 from __future__ import annotations
@@ -217,9 +217,9 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=2)
     parser.add_argument("--pretrain-steps", type=int, default=12000, help="most plain-attention steps first")
     parser.add_argument(
-        "--pretrain-target", type=float, default=0.9, help="stop pretraining once this share of keys is answered"
+        "--pretrain-target", type=float, default=0.6, help="stop pretraining once this share of keys is answered"
     )
-    parser.add_argument("--steps", type=int, default=1000, help="landmark fine-tune steps (and vanilla's, continued)")
+    parser.add_argument("--steps", type=int, default=2400, help="landmark fine-tune steps (and vanilla's, continued)")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument(
