@@ -1,5 +1,7 @@
 """Through the real `lm_eval` command: plugin discovery, results file contents, --model hf."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
@@ -69,7 +71,8 @@ def test_model_hf_gets_the_reduced_metric_with_a_warning(tiny_model_dir, corpus_
     assert metrics["curve,none"]["mode"] == "reduced"
     assert "copy_exact@40,none" in metrics and "lm_nll@40,none" in metrics and "fine_memory_length,none" not in metrics
     board = run([str(BIN / "lm-eval-longmem"), "leaderboard", str(out)])  # on the board with what it measured
-    assert "| fc_exact_copy |" in board.stdout and f"| {tiny_model_dir} | hf |" in board.stdout and board.stderr == ""
+    assert "| fc_exact_copy |" in board.stdout and board.stderr == ""
+    assert f"| {Path(tiny_model_dir).name} | hf |" in board.stdout  # a local model by its folder name
 
 
 @pytest.mark.slow  # 17 s: lm-eval lists ~14k tasks; ours are found fast by the other tests here
