@@ -2,14 +2,9 @@
 forgetting_curve`, through the stock CLI on the tiny model, with a budget small enough that
 the cache really is compressed (inputs of up to 81 tokens, budget 24)."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.helpers.cli_runs import results_of, run, small_protocol
-
-BIN = Path(sys.executable).parent
+from tests.helpers.cli_runs import BIN, results_of, run, small_protocol
 
 
 @pytest.mark.parametrize("method", ["statedclm", "streamingllm"])

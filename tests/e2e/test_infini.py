@@ -2,12 +2,8 @@
 (context 128), with 16-token segments and inputs of several segments, some longer than the base
 context: nothing is refused, and the results record the method and its arguments."""
 
-import sys
-from pathlib import Path
+from tests.helpers.cli_runs import BIN, results_of, run
 
-from tests.helpers.cli_runs import results_of, run
-
-BIN = Path(sys.executable).parent
 INFINI = "method=infini,segment_length=16,update=delta"
 
 

@@ -4,14 +4,10 @@ windows long, is generated without a landmark in the answer, and the results rec
 with the layout read from the checkpoint."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli_runs import results_of, run
-
-BIN = Path(sys.executable).parent
+from tests.helpers.cli_runs import BIN, results_of, run
 
 
 @pytest.mark.slow  # a real lm_eval process: ~13 s on 2 cores

@@ -4,7 +4,6 @@ records the method (and its rope_parameters) and the run; LongLoRA also exports 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ import torch
 
 from lm_eval_longmem.harness.run_name import run_folder_name
 from lm_eval_longmem.models.method_framework.recorded import read_recorded_method
+from tests.helpers.cli_runs import BIN
 from tests.helpers.training_helpers import run_recipe
-
-BIN = Path(sys.executable).parent
 
 
 def lm_eval(model_args: str, corpus_file, out: Path) -> dict:

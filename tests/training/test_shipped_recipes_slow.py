@@ -4,12 +4,11 @@ train, export, evaluate through the real `lm_eval` CLI. Minutes on two CPU cores
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent
+from tests.helpers.cli_runs import BIN
+
 pytestmark = pytest.mark.slow
 
 
