@@ -295,12 +295,16 @@ def main(argv=None) -> dict:
     chunk = args.chunk or args.budget // 8
     decode_tokens = args.decode_tokens or 2 * chunk
     torch.manual_seed(0)
-    from lm_eval_longmem.data.corpora import load_corpus
+    from lm_eval_longmem.data.corpora import CorpusUnavailableError, load_corpus
     from lm_eval_longmem.data.token_stream import corpus_tokens
 
+    try:
+        corpus = load_corpus(args.corpus)  # before the model: a wrong name is one line, at once
+    except CorpusUnavailableError as error:
+        raise SystemExit(f"bounded_cache_memory.py: --corpus: {error}") from None
     model, tokenizer = load(args.tiny)
     c = Contestants(model, tokenizer, args.budget, chunk, args.sink)
-    stream = corpus_tokens(load_corpus(args.corpus), tokenizer)
+    stream = corpus_tokens(corpus, tokenizer)
     names = [n for n in [*BOUNDED, "vanilla"] if n in {*args.methods, "statedclm", "streamingllm"}]
     pairs = [(a, b) for a, b in PAIRS if a in names and b in names]
     report = {"budget": args.budget, "chunk": chunk, "sink": args.sink, "threads": torch.get_num_threads()}
