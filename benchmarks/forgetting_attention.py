@@ -122,6 +122,8 @@ def run_cuda(args) -> list[dict]:
         rows += run_decode(args, head_dim, dtype)
         if args.profile:
             rows += _reported(profile_forward, args, head_dim, dtype)
+        if args.sweep_configs:
+            rows += _reported(sweep_forward_configs, args, head_dim, dtype)
     if args.profile:
         rows += _reported(autotuned_rows)
     return rows
@@ -157,35 +159,101 @@ def chosen_configs() -> dict[str, str]:
 
 
 def profile_forward(args, head_dim, dtype) -> list[dict]:
-    """CUDA time per GPU kernel of one forward of ours and of SDPA at the first length (torch.profiler):
-    which launches the time goes to, for a forward that misses its target."""
+    """CUDA time per GPU kernel of one forward of ours and of SDPA at the first two lengths
+    (torch.profiler), beside the host's wall time per forward: which launches the time goes to,
+    and whether the GPU waits on the host, for a forward that misses its target."""
     from torch.profiler import ProfilerActivity, profile
 
-    length = args.lengths[0]
-    q, k, v, g = _inputs(args.batch, length, args.heads, head_dim, dtype, "cuda")
     rows = []
-    for name, fn in _candidates().items():
-        with torch.no_grad():
-            for _ in range(3):
-                fn(q, k, v, g)  # compiled, tuned and warm before the profile
-            torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(5):
-                    fn(q, k, v, g)
+    for length in args.lengths[:2]:
+        q, k, v, g = _inputs(args.batch, length, args.heads, head_dim, dtype, "cuda")
+        for name, fn in _candidates().items():
+            with torch.no_grad():
+                for _ in range(3):
+                    fn(q, k, v, g)  # compiled, tuned and warm before the profile
                 torch.cuda.synchronize()
-        for event in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:6]:
-            per_call_us = event.device_time_total / 5
-            print(f"profile D {head_dim} T {length} {name:>14}: {per_call_us:>9.1f} us/forward  {event.key[:80]}")
-            rows.append(
-                dict(
-                    kind="profile",
-                    kernel=name,
-                    head_dim=head_dim,
-                    length=length,
-                    gpu_kernel=event.key,
-                    us_per_forward=per_call_us,
-                )
+                start = time.perf_counter()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(5):
+                        fn(q, k, v, g)
+                    torch.cuda.synchronize()
+                wall_us = (time.perf_counter() - start) / 5 * 1e6
+            events = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
+            gpu_us = sum(e.device_time_total for e in events) / 5
+            print(
+                f"profile D {head_dim} T {length} {name:>14}: "
+                f"{gpu_us:>9.1f} us GPU, {wall_us:>9.1f} us wall per forward"
             )
+            for event in events[:6]:
+                per_call_us = event.device_time_total / 5
+                print(f"profile D {head_dim} T {length} {name:>14}: {per_call_us:>9.1f} us/forward  {event.key[:80]}")
+                rows.append(
+                    dict(
+                        kind="profile",
+                        kernel=name,
+                        head_dim=head_dim,
+                        length=length,
+                        gpu_kernel=event.key,
+                        us_per_forward=per_call_us,
+                        gpu_us_per_forward=gpu_us,
+                        wall_us_per_forward=wall_us,
+                    )
+                )
+        del q, k, v, g
+    return rows
+
+
+# Forward configs tried beside the autotune list by --sweep-configs: (BLOCK_M, BLOCK_N, warps, stages).
+SWEEP_EXTRA = [(128, 128, 8, 2), (128, 128, 8, 3), (128, 64, 4, 2), (128, 64, 8, 4), (64, 128, 4, 2), (64, 64, 4, 4)]
+
+
+def _config_label(config) -> str:
+    return f"{config.kwargs['BLOCK_M']}x{config.kwargs['BLOCK_N']} w{config.num_warps} s{config.num_stages}"
+
+
+def sweep_forward_configs(args, head_dim, dtype) -> list[dict]:
+    """The forward timed with each candidate config forced alone (the autotune list's 16-bit
+    prefill configs and SWEEP_EXTRA), at the first two lengths, against SDPA: what tuning can gain."""
+    from lm_eval_longmem.kernels.forgetting_attention import triton_forward
+    from lm_eval_longmem.kernels.forgetting_attention.block_configs import _config, configs_for
+
+    kernel = triton_forward.biased_attention_forward_kernel
+    tuned, tuned_cache = kernel.configs, dict(kernel.cache)
+    candidates = {_config_label(c): c for c in configs_for(tuned, dtype, head_dim)}
+    for choice in SWEEP_EXTRA:
+        config = _config(choice, "16-bit", "prefill")
+        candidates.setdefault(_config_label(config), config)
+    sdpa = _candidates()["sdpa causal"]
+    rows = []
+    try:
+        for length in args.lengths[:2]:
+            q, k, v, g = _inputs(args.batch, length, args.heads, head_dim, dtype, "cuda")
+            with torch.no_grad():
+                base_ms = _cuda_time_ms(functools.partial(sdpa, q, k, v, g))
+                for label, config in candidates.items():
+                    kernel.configs = [config]
+                    kernel.cache.clear()
+                    try:
+                        ms = _cuda_time_ms(functools.partial(forgetting_attention, q, k, v, g, backend="triton"))
+                    except Exception as error:  # e.g. out of shared memory on this device
+                        print(f"sweep D {head_dim} T {length} {label}: failed: {type(error).__name__}: {error}")
+                        continue
+                    print(f"sweep D {head_dim} T {length} {label}: {ms:.3f} ms, {ms / base_ms:.2f}x sdpa", flush=True)
+                    rows.append(
+                        dict(
+                            kind="sweep",
+                            head_dim=head_dim,
+                            length=length,
+                            config=label,
+                            forward_ms=ms,
+                            x_sdpa=ms / base_ms,
+                        )
+                    )
+            del q, k, v, g
+    finally:
+        kernel.configs = tuned
+        kernel.cache.clear()
+        kernel.cache.update(tuned_cache)
     return rows
 
 
@@ -289,7 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="CUDA: also the GPU time per kernel of one forward at the first length, and the autotuned configs",
+        help="CUDA: also the GPU time per kernel of one forward at the first two lengths, and the autotuned configs",
+    )
+    parser.add_argument(
+        "--sweep-configs",
+        action="store_true",
+        help="CUDA: also the forward timed with each candidate block config forced, at the first two lengths",
     )
     return parser
 

@@ -65,6 +65,7 @@ from pathlib import Path
 
 from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
 from random_checkpoint import release, save_random_checkpoint
+from scoring_profile import print_profile, profile_scoring
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -240,6 +241,12 @@ def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_na
             row = {**base, "T": T, "error": f"{type(err).__name__}: {err}"}
             print(f"  {label:>22} T={T:>6}: error {row['error'][:300]}", flush=True)
         rows.append(row)
+        if args.profile and T == args.lengths[0] and "error" not in row:
+            try:
+                row["profile"] = profile_scoring(lm, request(T, args.continuation, args.vocab), args.device)
+                print_profile(label, T, row["profile"])
+            except Exception as err:  # noqa: BLE001  a diagnostic must not lose the timed rows
+                print(f"  profile {label} T={T}: failed: {type(err).__name__}: {err}", flush=True)
         release(args.device)
     del lm
     release(args.device)
@@ -355,6 +362,12 @@ def parse_args(argv=None):
     parser.add_argument("--segment", type=int, help="infini's segment_length (default min(2048, C/2))")
     parser.add_argument("--workdir", help="where the random models are saved (default: a temporary directory)")
     parser.add_argument("--out-json", help="also write the rows and the setup here")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile one call per method at the first length: GPU busy vs wall time, kernel "
+        "launches, host syncs, top host ops and GPU kernels (benchmarks/scoring_profile.py)",
+    )
     args = parser.parse_args(argv)
     size = SIZES["tiny" if args.tiny else "full"]
     for key, value in size.items():

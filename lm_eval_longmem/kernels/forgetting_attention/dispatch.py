@@ -119,10 +119,21 @@ def cumulative_log_fgate(
         padding = positions[None, :] < seq_start.to(gates.device).reshape(-1, 1)
         gates = gates.masked_fill(padding[..., None], 0.0)
     if cu_seqlens is None:
-        return gates.cumsum(dim=1)
+        return _cumsum_over_time(gates)
     offsets = [int(x) for x in cu_seqlens]
-    pieces = [gates[:, a:b].cumsum(dim=1) for a, b in zip(offsets[:-1], offsets[1:])]
+    pieces = [_cumsum_over_time(gates[:, a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
     return torch.cat(pieces, dim=1)
+
+
+def _cumsum_over_time(gates: torch.Tensor) -> torch.Tensor:
+    """``gates.cumsum(dim=1)`` for ``[B, T, H]``, scanned along the innermost dimension.
+
+    PyTorch's CUDA scan over an outer dimension gives each of the B x H columns one thread that
+    walks all T steps: on an H100, [1, 4096, 16] took 0.89 ms and [1, 16384, 16] 5.7 ms, 5.4x and
+    3.3x the attention kernel it feeds (and its backward, a reversed scan, is the same). Along
+    the last dimension the scan is parallel.
+    """
+    return gates.transpose(1, 2).contiguous().cumsum(dim=-1).transpose(1, 2).contiguous()
 
 
 def forgetting_attention(
