@@ -133,6 +133,7 @@ PARTS = (
             "64",
             "--repeats",
             "3",
+            "--profile",  # host- or GPU-bound, at 4k (the part took 155 s on an H100 without it)
             "--out-json",
             "{out}/method-speed.json",
         ),
