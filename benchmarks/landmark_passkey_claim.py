@@ -83,8 +83,15 @@ def training_batch(args, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor
         if rng.random() < args.recall_fraction:
             row, row_labels = recall_row(args.train_length, rng)
         else:
-            prompt, key = make_row(args.train_length, rng.random(), random_key(rng), rng)
-            row, row_labels = prompt + key, [-100] * len(prompt) + key
+            # The answer must fall at every place inside a block (which token before it is, or
+            # whether a landmark closes the block there), so passkey rows are 0 to block - 2
+            # tokens short of the training length, padded after the answer. At one fixed length
+            # the model answered only at prompt lengths of the same phase (length mod 7 = 2 for
+            # 128 tokens and blocks of 8) and 0 of 30 keys at every other.
+            short = rng.randrange(args.block - 1)
+            prompt, key = make_row(args.train_length - short, rng.random(), random_key(rng), rng)
+            row = prompt + key + [PAD] * short
+            row_labels = [-100] * len(prompt) + key + [-100] * short
         rows.append(row)
         labels.append(row_labels)
     return torch.tensor(rows), torch.tensor(labels)
