@@ -1,7 +1,8 @@
-"""Every Triton kernel of the package (forgetting attention's four, the grouped softmax's two)
-compiled ahead of time for sm_80 and sm_90, with no GPU: registers, spill (stack) bytes and shared
-memory per autotune config (or per launch, for the grouped softmax's row kernels, whose warps grow
-with the row), and which GPUs each fits.
+"""Every tiled Triton kernel of the package (forgetting attention's four, the grouped softmax's
+two; not the split-decoding merge, one small row per program with no tiles to spill) compiled
+ahead of time for sm_80 and sm_90, with no GPU: registers, spill (stack) bytes and shared memory
+per autotune config (or per launch, for the grouped softmax's row kernels, whose warps grow with
+the row), and which GPUs each fits.
 
 A GPU is rarely lent to this project, so what only a compile shows (a config that spills, one that
 needs more shared memory than a device has, a kernel that no longer compiles) is found here. The

@@ -164,6 +164,28 @@ def test_triton_split_key_decoding_equals_the_reference(case, splits, monkeypatc
     torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-5)
 
 
+@needs_interpreter
+@pytest.mark.parametrize("splits", [2, 3, 5])
+def test_merge_kernel_equals_the_pytorch_merge(splits):
+    """The one-launch merge against the readable one, with splits that saw no key (lse +inf) and
+    a row no split saw (output 0, lse +inf)."""
+    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import merge_split_outputs
+    from lm_eval_longmem.kernels.forgetting_attention.split_merge_kernel import merge_split_outputs_triton
+
+    gen = torch.Generator().manual_seed(splits)
+    batch, queries, heads, head_dim = 2, 3, 4, 16
+    partial_out = torch.randn(splits, batch, queries, heads, head_dim, generator=gen)
+    partial_lse = torch.randn(splits, batch * heads, queries, generator=gen) * 4
+    partial_lse[0, 1, 0] = float("inf")  # split 0 saw no key for this row
+    partial_lse[:, 5, 2] = float("inf")  # no split saw a key: batch 1, head 1, query 2
+    partial_out[:, 1, 2, 1] = 0.0  # as the forward kernel writes such rows
+    want_out, want_lse = merge_split_outputs(partial_out, partial_lse, heads)
+    got_out, got_lse = merge_split_outputs_triton(partial_out, partial_lse, heads, torch.float32)
+    torch.testing.assert_close(got_out, want_out, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(got_lse, want_lse, atol=1e-6, rtol=1e-6)
+    assert got_lse[5, 2] == float("inf") and not got_out[1, 2, 1].any()
+
+
 def test_split_keys_only_for_a_few_queries_without_gradients():
     from lm_eval_longmem.kernels.forgetting_attention.split_decoding import key_splits, split_length
 

@@ -4,7 +4,8 @@ One query block against a long cache is one program per (batch, head) walking ev
 first GPU run, one query against 64k keys took 1.0 ms with 16 programs on an H200's 132
 multiprocessors, 7-13x SDPA. With the keys split, each program attends to its share and writes a
 normalised partial output with its base-2 log-sum-exp; ``merge_split_outputs`` weighs the
-pieces by ``2^(lse_s - lse)``. Only for inference: training needs the whole row's lse in one
+pieces by ``2^(lse_s - lse)`` (the readable form; the Triton path merges in one launch,
+``split_merge_kernel.py``). Only for inference: training needs the whole row's lse in one
 place for its backward, so a call that needs gradients is never split.
 """
 

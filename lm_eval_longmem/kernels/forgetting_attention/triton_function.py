@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 
 from .delta_precision import keeps_fp32_output
-from .split_decoding import DECODE_MAX_QUERIES, key_splits, merge_split_outputs, split_length
+from .split_decoding import DECODE_MAX_QUERIES, key_splits, split_length
+from .split_merge_kernel import merge_split_outputs_triton
 from .triton_backward import biased_attention_dkdv_kernel, biased_attention_dq_kernel, output_dot_grad_kernel
 from .triton_common import LOG2E_HOST
 from .triton_forward import biased_attention_forward_kernel
@@ -30,6 +33,13 @@ def _shape_args(q, k, scale):
     )
 
 
+@functools.cache
+def _no_window(device: torch.device) -> torch.Tensor:
+    """The kernels' placeholder for "no key window", made once per device (a decode step would
+    otherwise spend a launch on it)."""
+    return torch.zeros(1, dtype=torch.int32, device=device)
+
+
 class TritonBiasedAttention(torch.autograd.Function):
     """Saves q, k, v, the biases, the output and the base-2 log-sum-exp; recomputes the rest."""
 
@@ -38,7 +48,7 @@ class TritonBiasedAttention(torch.autograd.Function):
         q, k, v, q_bias, k_bias = (t.contiguous() for t in (q, k, v, q_bias, k_bias))
         shape = _shape_args(q, k, scale)
         has_window = key_lo is not None
-        window = key_lo if has_window else torch.zeros(1, dtype=torch.int32, device=q.device)
+        window = key_lo if has_window else _no_window(q.device)
         keep_fp32_output = keeps_fp32_output(q.dtype, ctx.needs_input_grad[3] or ctx.needs_input_grad[4])
         batch_heads, num_queries, num_keys = shape["batch"] * shape["q_heads"], shape["num_queries"], shape["num_keys"]
         splits = key_splits(num_queries, num_keys, batch_heads, q.device, any(ctx.needs_input_grad))
@@ -75,8 +85,8 @@ class TritonBiasedAttention(torch.autograd.Function):
             HAS_WINDOW=has_window,
             DECODE=num_queries <= DECODE_MAX_QUERIES,
         )
-        if splits > 1:
-            out, lse = merge_split_outputs(out, lse, shape["q_heads"])
+        if splits > 1:  # inference only: no gradient, so the merged output can be q's dtype
+            out, lse = merge_split_outputs_triton(out, lse, shape["q_heads"], q.dtype)
         else:
             out, lse = out[0], lse[0]
         lse = lse.reshape(shape["batch"], shape["q_heads"], num_queries)
