@@ -234,7 +234,7 @@ def test_pieces_fill_the_gather_budget_on_a_gpu_and_stay_at_64_queries_on_the_cp
     the budget goes through at once (fewer launches), on the CPU 64 queries (the fastest measured)."""
     gpu_decoder = SimpleNamespace(device=torch.device("cuda"), dtype=torch.bfloat16, num_heads=32, head_dim=64)
     per_query = 2 * 32 * 5 * 64 * 64 * 2
-    assert queries_per_pass(gpu_decoder, 64, 5, 128) == GATHER_BUDGET_BYTES // per_query == 102
-    assert queries_per_pass(gpu_decoder, 64, 5, 32) == 32  # never more than the window
+    assert queries_per_pass(gpu_decoder, 64, 5, 512) == GATHER_BUDGET_BYTES // per_query == 204
+    assert queries_per_pass(gpu_decoder, 64, 5, 128) == 128  # the study's window in one piece: never more
     assert queries_per_pass(Decoder(landmark_model), 4, 2, 200) == 64
     assert LandmarkSequence(Decoder(landmark_model), 4, 2, 20).pass_size == 20
