@@ -19,6 +19,7 @@ from lm_eval_longmem.models.landmark.layout import (
 )
 from lm_eval_longmem.models.landmark.retrieval import BlockChooser, top_blocks
 from lm_eval_longmem.models.landmark.sequence import GATHER_BUDGET_BYTES, LandmarkSequence, queries_per_pass
+from lm_eval_longmem.models.landmark.signed_rope import rotate_signed, signed_sin
 from lm_eval_longmem.models.landmark.slots import chosen_block_positions, landmark_score_positions, slot_origin
 from lm_eval_longmem.models.methods.landmark import Landmark, LandmarkArgs
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
@@ -61,6 +62,14 @@ def test_ties_for_the_last_places_go_to_the_most_recent_blocks():
     scores = torch.tensor([[5.0, 1, 1 + 1e-7, 1, 0], [1.0, 1, 1, 1, 1], [0.0, 3, 2, 9, 1]])
     assert top_blocks(scores, 2).tolist() == [[0, 3], [3, 4], [1, 3]]
     assert top_blocks(scores, 3).tolist() == [[0, 2, 3], [2, 3, 4], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("rotary", [8, 4])  # full and partial rotary (Phi-3)
+def test_the_signed_rotation_is_rotate_bit_for_bit(rotary):
+    x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(3))
+    angles = torch.rand(5, rotary // 2, generator=torch.Generator().manual_seed(4)) * 50
+    cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+    assert torch.equal(rotate_signed(x, cos, signed_sin(sin)), rotate(x, cos, sin))
 
 
 def test_max_over_tokens_is_one_running_choice_per_head():

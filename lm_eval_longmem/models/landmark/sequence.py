@@ -27,6 +27,7 @@ from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax
 from lm_eval_longmem.models.landmark.block_store import BlockStore, ReusedBuffer
 from lm_eval_longmem.models.landmark.grouped_query import grouped_matmul
 from lm_eval_longmem.models.landmark.retrieval import BlockChooser, Selection
+from lm_eval_longmem.models.landmark.signed_rope import rotate_signed, signed_sin
 from lm_eval_longmem.models.landmark.slots import landmark_score_positions, slot_origin, slot_steps
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate, soft_cap
 
@@ -116,8 +117,12 @@ class LandmarkSequence:
         if self._tables is None:
             B, k = self.block_size, self.top_k
             self._tables = self.decoder.rope((k + 1) * B + self.window, like)
-            # rotations by minus each of the k + 1 slot starts (slots.slot_steps), for the queries
-            self._slot_tables = [(cos[: (k + 1) * B : B], -sin[: (k + 1) * B : B]) for cos, sin in self._tables]
+            # for the rotations of every piece (signed_rope.py): the positions, and minus each of
+            # the k + 1 slot starts (slots.slot_steps) for the queries
+            self._signed_tables = [(cos, signed_sin(sin)) for cos, sin in self._tables]
+            self._slot_tables = [
+                (cos[: (k + 1) * B : B], signed_sin(-sin[: (k + 1) * B : B])) for cos, sin in self._tables
+            ]
         return self._tables
 
     def _forward(self, ids: list[int]) -> torch.Tensor:
@@ -135,7 +140,7 @@ class LandmarkSequence:
         """Attention output [H, c, d] of the piece's queries q [H, c, d]; its keys and values [Hkv, c, d]
         (all pre-RoPE) join the window first."""
         d, B = self.decoder, self.block_size
-        cos, sin = self._tables[layer]
+        cos, sin = self._signed_tables[layer]
         group = q.shape[0] // new_keys.shape[0]
         store = self.stores[layer]
         n = store.num_blocks
@@ -146,7 +151,9 @@ class LandmarkSequence:
         here = slice(base + window.pre_rope_keys.shape[1], base + window.pre_rope_keys.shape[1] + q.shape[1])
         # queries and keys in one rotation (also one copy of the transposed projections, which the
         # grouped products need contiguous)
-        queries, keys = rotate(torch.cat([q, new_keys]), cos[here], sin[here]).split([q.shape[0], new_keys.shape[0]])
+        queries, keys = rotate_signed(torch.cat([q, new_keys]), cos[here], sin[here]).split(
+            [q.shape[0], new_keys.shape[0]]
+        )
         window = self.local[layer] = window.extended(new_keys, keys, new_values)
         scores = grouped_matmul(queries, window.keys.transpose(1, 2))
         if k:
@@ -158,7 +165,7 @@ class LandmarkSequence:
             # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]). A block starts at one
             # of k + 1 places: rotate each query to all of them once and pick.
             slot_cos, slot_sin = self._slot_tables[layer]
-            at_every_start = rotate(
+            at_every_start = rotate_signed(
                 queries[:, :, None].expand(-1, -1, k + 1, -1), slot_cos[: k + 1], slot_sin[: k + 1]
             )  # [H, c, k + 1, d]
             steps = slot_steps(chosen, n, self.top_k)[..., None].expand(-1, -1, -1, queries.shape[-1])
