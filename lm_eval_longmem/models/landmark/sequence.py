@@ -76,7 +76,7 @@ class LandmarkSequence:
             BlockStore(d.num_kv_heads, block_size, d.head_dim, d.dtype, d.device) for _ in range(d.num_layers)
         ]
         self.choosers = [BlockChooser(selection) for _ in range(d.num_layers)]
-        self._gathered = ReusedBuffer()
+        self._gathered: ReusedBuffer | None = None  # memory for the gathers of one feed
         self.local = self._empty_window()
         self.landmarks: list[torch.Tensor] = []  # per layer, set at each fold (_rotated_landmarks)
         self.tokens_seen = 0
@@ -99,12 +99,16 @@ class LandmarkSequence:
         if not ids:
             raise ValueError("feed needs at least one token")
         pieces, start = [], 0
-        while start < len(ids):
-            stop = start + min(len(ids) - start, self.window - self.window_fill, self.pass_size)
-            pieces.append(self._forward(ids[start:stop]))
-            start = stop
-            if self.window_fill == self.window:
-                self._fold()
+        self._gathered = ReusedBuffer()  # shared by the feed's pieces and layers, not kept after it
+        try:
+            while start < len(ids):
+                stop = start + min(len(ids) - start, self.window - self.window_fill, self.pass_size)
+                pieces.append(self._forward(ids[start:stop]))
+                start = stop
+                if self.window_fill == self.window:
+                    self._fold()
+        finally:
+            self._gathered = None
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
 
     # --- the loop ----------------------------------------------------------------------------
