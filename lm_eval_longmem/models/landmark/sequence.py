@@ -144,7 +144,7 @@ class LandmarkSequence:
         """Attention output [H, c, d] of the piece's queries q [H, c, d]; its keys and values [Hkv, c, d]
         (all pre-RoPE) join the window first."""
         d, B = self.decoder, self.block_size
-        cos, sin = self._signed_tables[layer]
+        cos, sin_signed = self._signed_tables[layer]
         group = q.shape[0] // new_keys.shape[0]
         store = self.stores[layer]
         n = store.num_blocks
@@ -155,7 +155,7 @@ class LandmarkSequence:
         here = slice(base + window.pre_rope_keys.shape[1], base + window.pre_rope_keys.shape[1] + q.shape[1])
         # queries and keys in one rotation (also one copy of the transposed projections, which the
         # grouped products need contiguous)
-        queries, keys = rotate_signed(torch.cat([q, new_keys]), cos[here], sin[here]).split(
+        queries, keys = rotate_signed(torch.cat([q, new_keys]), cos[here], sin_signed[here]).split(
             [q.shape[0], new_keys.shape[0]]
         )
         window = self.local[layer] = window.extended(new_keys, keys, new_values)
@@ -168,9 +168,9 @@ class LandmarkSequence:
             # q . R(start) k' = (R(-start) q) . k': one rotation per query and chosen block, instead
             # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]). A block starts at one
             # of k + 1 places: rotate each query to all of them once and pick.
-            slot_cos, slot_sin = self._slot_tables[layer]
+            slot_cos, slot_sin_signed = self._slot_tables[layer]
             at_every_start = rotate_signed(
-                queries[:, :, None].expand(-1, -1, k + 1, -1), slot_cos[: k + 1], slot_sin[: k + 1]
+                queries[:, :, None].expand(-1, -1, k + 1, -1), slot_cos[: k + 1], slot_sin_signed[: k + 1]
             )  # [H, c, k + 1, d]
             steps = slot_steps(chosen, n, self.top_k)[..., None].expand(-1, -1, -1, queries.shape[-1])
             queries_at_slots = at_every_start.gather(2, steps)
