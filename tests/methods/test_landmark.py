@@ -17,8 +17,9 @@ from lm_eval_longmem.models.landmark.layout import (
     predicting_position,
     window_length,
 )
-from lm_eval_longmem.models.landmark.retrieval import BlockChooser
+from lm_eval_longmem.models.landmark.retrieval import BlockChooser, top_blocks
 from lm_eval_longmem.models.landmark.sequence import GATHER_BUDGET_BYTES, LandmarkSequence, queries_per_pass
+from lm_eval_longmem.models.landmark.signed_rope import rotate_signed, signed_sin
 from lm_eval_longmem.models.landmark.slots import chosen_block_positions, landmark_score_positions, slot_origin
 from lm_eval_longmem.models.methods.landmark import Landmark, LandmarkArgs
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
@@ -56,6 +57,21 @@ def test_each_head_and_token_choose_their_own_blocks():
     assert chosen.tolist() == [[[0, 2], [1, 3]], [[1, 3], [0, 2]]]
 
 
+def test_ties_for_the_last_places_go_to_the_most_recent_blocks():
+    """Scores within the tie tolerance of the k-th count as equal; the surely higher ones always stay."""
+    scores = torch.tensor([[5.0, 1, 1 + 1e-7, 1, 0], [1.0, 1, 1, 1, 1], [0.0, 3, 2, 9, 1]])
+    assert top_blocks(scores, 2).tolist() == [[0, 3], [3, 4], [1, 3]]
+    assert top_blocks(scores, 3).tolist() == [[0, 2, 3], [2, 3, 4], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("rotary", [8, 4])  # full and partial rotary (Phi-3)
+def test_the_signed_rotation_is_rotate_bit_for_bit(rotary):
+    x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(3))
+    angles = torch.rand(5, rotary // 2, generator=torch.Generator().manual_seed(4)) * 50
+    cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+    assert torch.equal(rotate_signed(x, cos, signed_sin(sin)), rotate(x, cos, sin))
+
+
 def test_max_over_tokens_is_one_running_choice_per_head():
     chooser = BlockChooser("max_over_tokens")
     first = chooser.choose(torch.tensor([[[9.0, 0, 0, 0]], [[0.0, 0, 0, 9]]]), 1)
@@ -81,16 +97,20 @@ def landmark_model(tiny_model_dir):
     return model
 
 
-def test_one_layer_attends_as_written_out(landmark_model):
-    """Two windows (40 tokens) into the store, then a 5-token piece: against a loop over heads and queries.
-    Layer 1: at layer 0 all landmark keys are one embedding and older blocks tie (see retrieval.top_blocks)."""
+@pytest.mark.parametrize("earlier", [0, 3])
+def test_one_layer_attends_as_written_out(landmark_model, earlier):
+    """Two windows (40 tokens) into the store and `earlier` tokens of the third, then a 5-token piece:
+    against a loop over heads and queries (the earlier tokens' keys were rotated by their own piece,
+    the landmark keys at the last fold). Layer 1: at layer 0 all landmark keys are one embedding and
+    older blocks tie (see retrieval.top_blocks)."""
     decoder = Decoder(landmark_model)
     torch.manual_seed(0)
     seq = LandmarkSequence(decoder, block_size=4, top_k=3, window=20)
-    seq.feed([int(t) for t in torch.randint(4, 80, (40,))])
+    seq.feed([int(t) for t in torch.randint(4, 80, (40 + earlier,))])
     x = torch.randn(5, decoder.hidden_size)
     q, k, v = decoder.project(1, x)
-    got = seq._attend(1, q, k, v, *seq._rope(x)[1])
+    earlier_k, earlier_v = seq.local[1].pre_rope_keys, seq.local[1].values
+    got = seq._attend(1, q, k, v)
     assert len({tuple(c) for c in seq.last_chosen[1].flatten(0, 1).tolist()}) > 1  # heads and tokens differ
 
     store, B, K, n = seq.stores[1], 4, 3, 10
@@ -103,7 +123,7 @@ def test_one_layer_attends_as_written_out(landmark_model):
     for h in range(4):
         kv = h // 2
         for i in range(5):
-            qi = rotate(q[h, i], cos[full + i], sin[full + i])
+            qi = rotate(q[h, i], cos[full + earlier + i], sin[full + earlier + i])
             lm_pos = [origin + (0 if b < n - K else b - (n - K) + 1) * B + B - 1 for b in range(n)]
             lm_scores = torch.stack([qi @ rotate(stored_keys[kv, b, -1], cos[p], sin[p]) for b, p in enumerate(lm_pos)])
             chosen = sorted(lm_scores.topk(K).indices.tolist())
@@ -112,12 +132,29 @@ def test_one_layer_attends_as_written_out(landmark_model):
                 start = origin + s * B + (B if b >= n - K else 0)
                 keys += [rotate(stored_keys[kv, b, r], cos[start + r], sin[start + r]) for r in range(B)]
                 values += [store.values[kv, b, r] for r in range(B)]
-            keys += [rotate(k[kv, j], cos[full + j], sin[full + j]) for j in range(i + 1)]
-            values += [v[kv, j] for j in range(i + 1)]
+            window_k, window_v = torch.cat([earlier_k, k], dim=1), torch.cat([earlier_v, v], dim=1)
+            keys += [rotate(window_k[kv, j], cos[full + j], sin[full + j]) for j in range(earlier + i + 1)]
+            values += [window_v[kv, j] for j in range(earlier + i + 1)]
             scores = torch.stack([qi @ key for key in keys]) * decoder.scaling
             weights = reference_grouped_softmax(scores[None].double(), B)[0].float()
             expected[h, i] = weights @ torch.stack(values)
     assert torch.allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("selection", ["per_token_and_head", "max_over_tokens"])
+def test_pieces_of_any_size_give_the_same_outputs(landmark_model, selection):
+    """A window fed whole, token by token or in pieces of 7: each piece rotates only its own keys into
+    the window and reads the landmark keys rotated at the last fold, so every split must agree."""
+    decoder = Decoder(landmark_model)
+    ids = [int(t) for t in torch.randint(4, 80, (70,), generator=torch.Generator().manual_seed(2))]
+    outputs = []
+    for pass_size in (None, 1, 7):
+        seq = LandmarkSequence(decoder, block_size=4, top_k=3, window=20, selection=selection, pass_size=pass_size)
+        with torch.no_grad():
+            outputs.append(torch.cat([seq.feed(ids[start : start + 20]) for start in range(0, 70, 20)]))
+    assert seq.num_blocks == 15
+    for other in outputs[1:]:  # the grouped products' shapes differ with the piece: last-bit rounding
+        assert torch.allclose(other, outputs[0], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("landmark_in_loss", [True, False])
@@ -206,7 +243,7 @@ def test_pieces_fill_the_gather_budget_on_a_gpu_and_stay_at_64_queries_on_the_cp
     the budget goes through at once (fewer launches), on the CPU 64 queries (the fastest measured)."""
     gpu_decoder = SimpleNamespace(device=torch.device("cuda"), dtype=torch.bfloat16, num_heads=32, head_dim=64)
     per_query = 2 * 32 * 5 * 64 * 64 * 2
-    assert queries_per_pass(gpu_decoder, 64, 5, 128) == GATHER_BUDGET_BYTES // per_query == 102
-    assert queries_per_pass(gpu_decoder, 64, 5, 32) == 32  # never more than the window
+    assert queries_per_pass(gpu_decoder, 64, 5, 512) == GATHER_BUDGET_BYTES // per_query == 204
+    assert queries_per_pass(gpu_decoder, 64, 5, 128) == 128  # the study's window in one piece: never more
     assert queries_per_pass(Decoder(landmark_model), 4, 2, 200) == 64
     assert LandmarkSequence(Decoder(landmark_model), 4, 2, 20).pass_size == 20

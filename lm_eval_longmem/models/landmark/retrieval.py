@@ -55,8 +55,10 @@ def top_blocks(scores: torch.Tensor, k: int) -> torch.Tensor:
     fed whole or token by token (generation equals teacher forcing)."""
     kth = scores.topk(k, dim=-1).values[..., -1:]
     tolerance = TIE_TOLERANCE * (1 + kth.abs())
-    sure = scores > kth + tolerance
-    tied = scores >= kth - tolerance
+    # Fewer than k scores are surely above the k-th, so all of them are kept; the other places go to
+    # the tied scores by recency (their index), of which there are enough (the k-th is one).
     n = scores.shape[-1]
-    priority = (sure.long() + tied.long()) * (n + 1) + torch.arange(n, device=scores.device)
+    recency = torch.arange(n, device=scores.device)
+    priority = torch.where(scores >= kth - tolerance, recency, -1)
+    priority = torch.where(scores > kth + tolerance, n, priority)
     return priority.topk(k, dim=-1).indices.sort(dim=-1).values

@@ -19,21 +19,27 @@ that shows what retrieval adds).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax
-from lm_eval_longmem.models.landmark.block_store import BlockStore
+from lm_eval_longmem.models.landmark.block_store import BlockStore, ReusedBuffer
+from lm_eval_longmem.models.landmark.grouped_query import grouped_matmul
 from lm_eval_longmem.models.landmark.retrieval import BlockChooser, Selection
-from lm_eval_longmem.models.landmark.slots import chosen_block_starts, landmark_score_positions, slot_origin
+from lm_eval_longmem.models.landmark.signed_rope import rotate_signed, signed_sin
+from lm_eval_longmem.models.landmark.slots import landmark_score_positions, slot_origin, slot_steps
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate, soft_cap
 
 # Retrieved keys and values are gathered per query and head ([H, c, k, B, d] each), so a window's
 # queries go through in pieces (results do not depend on the piece size). On a GPU, fewer and
-# larger pieces mean fewer kernel launches: pieces fill GATHER_BUDGET_BYTES. On the CPU, 64
+# larger pieces mean fewer kernel launches: pieces fill GATHER_BUDGET_BYTES, which takes the
+# study's whole window of 128 in one piece on the 1B Llama (32 heads of 64, B 64, k 5, bf16:
+# 2.6 MB a query; 256 MiB took 102 queries, two pieces and twice the launches). On the CPU, 64
 # queries per piece was the fastest of 16, 32, 64 and 128 (a 2-layer Llama, hidden 256, 8/2
 # heads, B 64, k 5, windows of 128: 2.9, 3.0, 2.8 and 4.2 s for 2,080 tokens): larger gathers
 # fall out of the caches.
-GATHER_BUDGET_BYTES = 256 * 2**20
+GATHER_BUDGET_BYTES = 512 * 2**20
 CPU_QUERIES_PER_PASS = 64
 MIN_QUERIES_PER_PASS = 16
 
@@ -70,14 +76,16 @@ class LandmarkSequence:
             BlockStore(d.num_kv_heads, block_size, d.head_dim, d.dtype, d.device) for _ in range(d.num_layers)
         ]
         self.choosers = [BlockChooser(selection) for _ in range(d.num_layers)]
+        self._gathered: ReusedBuffer | None = None  # memory for the gathers of one feed
         self.local = self._empty_window()
+        self.landmarks: list[torch.Tensor] = []  # per layer, set at each fold (_rotated_landmarks)
         self.tokens_seen = 0
         self._tables = None
         self.last_chosen: list[torch.Tensor | None] = [None] * d.num_layers  # per layer [H, c, k], for inspection
 
     @property
     def window_fill(self) -> int:
-        return self.local[0][0].shape[1]
+        return self.local[0].pre_rope_keys.shape[1]
 
     @property
     def num_blocks(self) -> int:
@@ -91,77 +99,120 @@ class LandmarkSequence:
         if not ids:
             raise ValueError("feed needs at least one token")
         pieces, start = [], 0
-        while start < len(ids):
-            stop = start + min(len(ids) - start, self.window - self.window_fill, self.pass_size)
-            pieces.append(self._forward(ids[start:stop]))
-            start = stop
-            if self.window_fill == self.window:
-                self._fold()
+        self._gathered = ReusedBuffer()  # shared by the feed's pieces and layers, not kept after it
+        try:
+            while start < len(ids):
+                stop = start + min(len(ids) - start, self.window - self.window_fill, self.pass_size)
+                pieces.append(self._forward(ids[start:stop]))
+                start = stop
+                if self.window_fill == self.window:
+                    self._fold()
+        finally:
+            self._gathered = None
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
 
     # --- the loop ----------------------------------------------------------------------------
-    def _empty_window(self):
+    def _empty_window(self) -> list[Window]:
         d = self.decoder
         empty = torch.empty(d.num_kv_heads, 0, d.head_dim, dtype=d.dtype, device=d.device)
-        return [(empty, empty) for _ in range(d.num_layers)]
+        return [Window(empty, empty, empty) for _ in range(d.num_layers)]
 
     def _rope(self, like: torch.Tensor):
         if self._tables is None:
-            self._tables = self.decoder.rope((self.top_k + 1) * self.block_size + self.window, like)
+            B, k = self.block_size, self.top_k
+            self._tables = self.decoder.rope((k + 1) * B + self.window, like)
+            # for the rotations of every piece (signed_rope.py): the positions, and minus each of
+            # the k + 1 slot starts (slots.slot_steps) for the queries
+            self._signed_tables = [(cos, signed_sin(sin)) for cos, sin in self._tables]
+            self._slot_tables = [
+                (cos[: (k + 1) * B : B], signed_sin(-sin[: (k + 1) * B : B])) for cos, sin in self._tables
+            ]
         return self._tables
 
     def _forward(self, ids: list[int]) -> torch.Tensor:
         d = self.decoder
         x = d.embed(torch.tensor(ids, device=d.device))
-        tables = self._rope(x)
+        self._rope(x)
         for layer in range(d.num_layers):
             q, k, v = d.project(layer, d.attention_input(layer, x))
-            window_k, window_v = self.local[layer]
-            window_k, window_v = torch.cat([window_k, k], dim=1), torch.cat([window_v, v], dim=1)
-            heads = self._attend(layer, q, window_k, window_v, *tables[layer])
+            heads = self._attend(layer, q, k, v)
             x = d.mlp_block(layer, x + d.attention_output(layer, heads))
-            self.local[layer] = (window_k, window_v)
         self.tokens_seen += len(ids)
         return d.final_norm(x)
 
-    def _attend(self, layer, q, window_k, window_v, cos, sin) -> torch.Tensor:
-        """Attention output [H, c, d] of the piece's queries q [H, c, d] (pre-RoPE)."""
+    def _attend(self, layer, q, new_keys, new_values) -> torch.Tensor:
+        """Attention output [H, c, d] of the piece's queries q [H, c, d]; its keys and values [Hkv, c, d]
+        (all pre-RoPE) join the window first."""
         d, B = self.decoder, self.block_size
-        c, seen = q.shape[1], window_k.shape[1]
-        group = q.shape[0] // window_k.shape[0]
+        cos, sin_signed = self._signed_tables[layer]
+        group = q.shape[0] // new_keys.shape[0]
         store = self.stores[layer]
         n = store.num_blocks
         k = min(self.top_k, n) if self.retrieval else 0
         # Window tokens follow the slot area, whose (k + 1) blocks end where the window starts.
         base = (k + 1) * B if k else 0
-        offset = slot_origin(n, self.top_k, B) if k else n * B
-        queries = rotate(q, cos[base + seen - c : base + seen], sin[base + seen - c : base + seen])
-        keys = rotate(window_k, cos[base : base + seen], sin[base : base + seen]).repeat_interleave(group, dim=0)
-        scores = queries @ keys.transpose(1, 2)
+        window = self.local[layer]
+        here = slice(base + window.pre_rope_keys.shape[1], base + window.pre_rope_keys.shape[1] + q.shape[1])
+        # queries and keys in one rotation (also one copy of the transposed projections, which the
+        # grouped products need contiguous)
+        queries, keys = rotate_signed(torch.cat([q, new_keys]), cos[here], sin_signed[here]).split(
+            [q.shape[0], new_keys.shape[0]]
+        )
+        window = self.local[layer] = window.extended(new_keys, keys, new_values)
+        scores = grouped_matmul(queries, window.keys.transpose(1, 2))
         if k:
-            # Stored keys are already rotated by their offset in the block (block_store.py), so a
-            # key scored at position s = start + r needs only the rotation by its block's start.
-            landmark_at = landmark_score_positions(n, self.top_k, B, q.device) - offset - (B - 1)
-            landmarks = rotate(store.landmark_keys(), cos[landmark_at], sin[landmark_at])
-            landmark_scores = queries @ landmarks.repeat_interleave(group, dim=0).transpose(1, 2)
+            landmark_scores = grouped_matmul(queries, self.landmarks[layer].transpose(1, 2))
             chosen = self.choosers[layer].choose(soft_cap(landmark_scores * d.scaling, d.attn_softcap), k)
             self.last_chosen[layer] = chosen
-            block_keys, block_values = store.gather(chosen, group)  # [H, c, k, B, d]
+            block_keys, block_values = store.gather(chosen, group, self._gathered)  # [H, c, k, B, d]
             # q . R(start) k' = (R(-start) q) . k': one rotation per query and chosen block, instead
-            # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]).
-            start = chosen_block_starts(chosen, n, self.top_k, B) - offset
-            queries_at_slots = rotate(queries[:, :, None].expand(-1, -1, k, -1), cos[start], -sin[start])
+            # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]). A block starts at one
+            # of k + 1 places: rotate each query to all of them once and pick.
+            slot_cos, slot_sin_signed = self._slot_tables[layer]
+            at_every_start = rotate_signed(
+                queries[:, :, None].expand(-1, -1, k + 1, -1), slot_cos[: k + 1], slot_sin_signed[: k + 1]
+            )  # [H, c, k + 1, d]
+            steps = slot_steps(chosen, n, self.top_k)[..., None].expand(-1, -1, -1, queries.shape[-1])
+            queries_at_slots = at_every_start.gather(2, steps)
             retrieved = torch.einsum("hckd,hckbd->hckb", queries_at_slots, block_keys).flatten(2)
             scores = torch.cat([retrieved, scores], dim=-1)
         weights = grouped_softmax(soft_cap(scores.float() * d.scaling, d.attn_softcap), B).to(q.dtype)
-        out = weights[..., k * B :] @ window_v.repeat_interleave(group, dim=0)
+        out = grouped_matmul(weights[..., k * B :], window.values)
         if k:
-            out = out + torch.einsum("hckb,hckbd->hcd", weights[..., : k * B].unflatten(-1, (k, B)), block_values)
+            # [H, c, 1, kB] @ [H, c, kB, d], summed slot by slot: an einsum over k and b copied the
+            # gathered values to put b first
+            out = out + (weights[..., None, : k * B] @ block_values.flatten(2, 3)).squeeze(-2)
         return out
 
     def _fold(self) -> None:
         """The full window's blocks join the store; the next window starts empty."""
-        for store, chooser, (keys, values), (cos, sin) in zip(self.stores, self.choosers, self.local, self._tables):
-            store.append(keys, values, cos[: self.block_size], sin[: self.block_size])
+        for store, chooser, window, (cos, sin) in zip(self.stores, self.choosers, self.local, self._tables):
+            store.append(window.pre_rope_keys, window.values, cos[: self.block_size], sin[: self.block_size])
             chooser.reset()
         self.local = self._empty_window()
+        if self.retrieval:
+            self.landmarks = self._rotated_landmarks()
+
+    def _rotated_landmarks(self) -> list[torch.Tensor]:
+        """Per layer, every cached landmark key [Hkv, n, d] rotated to where the next window scores it.
+        The store changes only at a fold, so this is done once per window and layer, not per piece.
+
+        Positions are shifted to the slot area's origin, as all of a window's are: stored keys are
+        already rotated by their offset in the block (block_store.py), so a landmark scored at
+        position s needs only the rotation by s - (B - 1)."""
+        n, B = self.num_blocks, self.block_size
+        at = landmark_score_positions(n, self.top_k, B, self.decoder.device) - slot_origin(n, self.top_k, B) - (B - 1)
+        return [rotate(store.landmark_keys(), cos[at], sin[at]) for store, (cos, sin) in zip(self.stores, self._tables)]
+
+
+class Window(NamedTuple):
+    """One layer's current window: keys before RoPE (they join the store at the fold, rotated by
+    their offset in the block), the same keys rotated at their positions in the window (each piece
+    rotates only its own keys, once), and the values; all [Hkv, fill, d]."""
+
+    pre_rope_keys: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+
+    def extended(self, pre_rope_keys: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> Window:
+        return Window(*(torch.cat(pair, dim=1) for pair in zip(self, (pre_rope_keys, keys, values))))

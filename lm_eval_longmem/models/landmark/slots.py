@@ -32,11 +32,17 @@ def landmark_score_positions(num_blocks: int, top_k: int, block_size: int, devic
     return slot * block_size + block_size - 1 + slot_origin(num_blocks, top_k, block_size)
 
 
+def slot_steps(chosen: torch.Tensor, num_blocks: int, top_k: int) -> torch.Tensor:
+    """[..., k] start of each chosen block `chosen [..., k]` (sorted indices) in blocks after the slot
+    origin: its slot s, plus one for the last k blocks. Only k + 1 values (0..k), so the sequence
+    rotates each query once per value and picks, rather than rotating per chosen block."""
+    slots = torch.arange(chosen.shape[-1], device=chosen.device)
+    return slots + (chosen >= num_blocks - min(top_k, num_blocks))
+
+
 def chosen_block_starts(chosen: torch.Tensor, num_blocks: int, top_k: int, block_size: int) -> torch.Tensor:
     """[..., k] position of the first key of each chosen block `chosen [..., k]` (sorted indices)."""
-    slots = torch.arange(chosen.shape[-1], device=chosen.device) * block_size
-    recent = (chosen >= num_blocks - min(top_k, num_blocks)).long() * block_size
-    return slot_origin(num_blocks, top_k, block_size) + slots + recent
+    return slot_origin(num_blocks, top_k, block_size) + slot_steps(chosen, num_blocks, top_k) * block_size
 
 
 def chosen_block_positions(chosen: torch.Tensor, num_blocks: int, top_k: int, block_size: int) -> torch.Tensor:
