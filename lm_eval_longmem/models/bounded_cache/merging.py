@@ -32,14 +32,16 @@ def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch
     return scores
 
 
-def select_pairs(scores: torch.Tensor, n: int) -> torch.Tensor:
-    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest finite scores."""
-    finite = int(torch.isfinite(scores).sum())
-    if n > finite:
-        raise ValueError(f"cannot merge {n} pairs: only {finite} pairs are outside the sinks")
+def select_pairs(scores: torch.Tensor, n: int, sink_length: int) -> torch.Tensor:
+    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest scores outside the sinks.
+
+    How many pairs lie outside the sinks is known from the shapes, so nothing is read back from
+    the device (a read would stall the GPU queue once per layer and chunk)."""
+    outside = scores.shape[0] - min(sink_length, scores.shape[0])
+    if n > outside:
+        raise ValueError(f"cannot merge {n} pairs: only {outside} pairs are outside the sinks")
     chosen = torch.zeros_like(scores, dtype=torch.bool)
-    chosen[torch.topk(scores, n, largest=False).indices] = True
-    return chosen
+    return chosen.scatter_(0, torch.topk(scores, n, largest=False).indices, True)
 
 
 def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
@@ -51,38 +53,34 @@ def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
 
 def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
     """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` (non-decreasing ids
-    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are; only the
-    merged runs are averaged, so the cost grows with the number of merges, not with N."""
-    first = torch.ones_like(groups, dtype=torch.bool)
-    first[1:] = groups[1:] != groups[:-1]
-    merged = x[:, first].clone()
-    size = torch.bincount(groups, minlength=num_groups)
-    involved = size[groups] > 1
-    if not involved.any():
-        return merged
-    members, member_groups = x[:, involved].float(), groups[involved]
-    g = grad[:, involved].float()
-    scale = g.abs().amax()
-    fisher = (g / scale) ** 2 if scale > 0 else torch.zeros_like(g)  # rescaled: no underflow; ratios unchanged
-    targets, local = torch.unique_consecutive(member_groups, return_inverse=True)
-    shape = (x.shape[0], targets.shape[0], x.shape[2])
-    weighted = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher * members)
-    weight = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher)
-    plain = (
-        torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, members)
-        / size[targets].float()[None, :, None]
-    )
+    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are.
+
+    Every shape is fixed by N and G (both known on the host): the merged runs are picked out by
+    masks, not by boolean indexing, so the merge never waits for the device. Sums run over the
+    same members in the same order as over the merged runs alone, so results are the same bits."""
+    size = torch.zeros(num_groups, dtype=torch.long, device=x.device).index_add_(0, groups, torch.ones_like(groups))
+    first = torch.searchsorted(groups, torch.arange(num_groups, device=x.device))  # each group's first entry
+    merged_run = (size > 1)[None, :, None]
+    involved = (size > 1)[groups][None, :, None]
+    members, g = x.float(), grad.float()
+    scale = torch.where(involved, g.abs(), 0.0).amax()  # over the merged entries only, as their own weights
+    fisher = torch.where(scale > 0, (g / scale) ** 2, 0.0)  # rescaled: no underflow; ratios unchanged
+    terms = torch.stack([fisher * members, fisher, members])  # summed per group in one pass
+    sums = torch.zeros(3, x.shape[0], num_groups, x.shape[2], dtype=torch.float32, device=x.device)
+    weighted, weight, plain = sums.index_add_(2, groups, terms)
+    plain = plain / size.float()[None, :, None]
     tiny = torch.finfo(torch.float32).tiny
-    merged[:, targets] = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
-    return merged
+    averaged = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
+    return torch.where(merged_run, averaged, x[:, first])
 
 
 def fisher_merge(
-    cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor
+    cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor, merged_pairs: int
 ) -> LayerCache:
-    """The cache after merging the chosen pairs: keys and values each by their own Fisher weights."""
+    """The cache after merging the chosen pairs (`merged_pairs` of them, as the caller chose:
+    the result has N - merged_pairs entries): keys and values each by their own Fisher weights."""
     groups = merge_groups(pairs)
-    num_groups = int(groups[-1]) + 1
+    num_groups = len(cache) - merged_pairs
     counts = torch.zeros(num_groups, dtype=cache.counts.dtype, device=cache.counts.device).index_add_(
         0, groups, cache.counts
     )
