@@ -73,6 +73,7 @@ class CachePolicy(ABC):
     name: str = "bounded"
     needs_evidence: bool = False  # run the chunk with gradients and attention bookkeeping before a shrink
     keeps_everything: bool = False  # never shrink; `window` bounds what attention sees instead
+    unit_counts: bool = True  # every entry stands for one token (no merging): layers share one attention bias
 
     def __init__(self, args: BudgetArgs):
         self.args = args

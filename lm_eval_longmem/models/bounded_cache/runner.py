@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.models.bounded_cache.attention import attend
+from lm_eval_longmem.models.bounded_cache.attention import attend, logit_bias
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
@@ -92,6 +92,7 @@ class BoundedCacheRunner:
         x = d.embed(torch.tensor(ids, device=d.device))
         tables = self._rope(len(self) + c, x)
         new_kv, received = [], []
+        biases = {}  # unit counts: the attention bias depends only on the window's length
         for layer in range(d.num_layers):
             cos, sin = tables[layer]
             q, k, v = d.project(layer, d.attention_input(layer, x))
@@ -99,6 +100,11 @@ class BoundedCacheRunner:
             window = self.policy.window(layer, cache, q)
             joined = window.extend(k, v, cos, sin)
             self.widest_attention = max(self.widest_attention, len(joined))
+            bias = None
+            if self.policy.unit_counts and len(window):
+                bias = biases.get(len(window))
+                if bias is None:
+                    bias = biases[len(window)] = logit_bias(window.log_counts, c, q.dtype)
             out, got = attend(
                 q,
                 joined.rotated_keys(cos, sin),
@@ -109,6 +115,7 @@ class BoundedCacheRunner:
                 d.scaling,
                 want_received,
                 d.attn_softcap,
+                bias,
             )
             x = d.mlp_block(layer, x + d.attention_output(layer, out))
             # what the cache becomes if nothing is removed: the joined window, when it is the whole cache

@@ -39,6 +39,7 @@ class StatedCLMArgs(BudgetArgs):
 class StatedCLMPolicy(CachePolicy):
     name = "statedclm"
     needs_evidence = True
+    unit_counts = False
 
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
         scores = pair_scores(evidence.received, self.args.sink_length, self.args.sigma)
