@@ -52,26 +52,27 @@ def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
 
 
 def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
-    """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` (non-decreasing ids
-    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are.
+    """Per-element Fisher-weighted average of x [S, Hkv, N, d] over `groups` (non-decreasing ids
+    of runs) -> [S, Hkv, G, d], for S stacked tensors (keys and values), each weighted by its own
+    gradients. Entries merged with nothing come out as they went in (weight 0: x / 1).
 
-    Every shape is fixed by N and G (both known on the host): the merged runs are picked out by
-    masks, not by boolean indexing, so the merge never waits for the device. Sums run over the
-    same members in the same order as over the merged runs alone, so results are the same bits."""
+    Every shape is fixed by N and G (both known on the host) and the merged runs are picked out by
+    masks, not by boolean indexing, so the merge never waits for the device; keys and values go
+    through one set of ops. Sums run over the same members in the same order as over the merged
+    runs alone, so results are the same bits."""
     size = torch.zeros(num_groups, dtype=torch.long, device=x.device).index_add_(0, groups, torch.ones_like(groups))
-    first = torch.searchsorted(groups, torch.arange(num_groups, device=x.device))  # each group's first entry
-    merged_run = (size > 1)[None, :, None]
-    involved = (size > 1)[groups][None, :, None]
+    involved = (size > 1)[groups]  # [N]: the entry belongs to a merged run
     members, g = x.float(), grad.float()
-    scale = torch.where(involved, g.abs(), 0.0).amax()  # over the merged entries only, as their own weights
-    fisher = torch.where(scale > 0, (g / scale) ** 2, 0.0)  # rescaled: no underflow; ratios unchanged
-    terms = torch.stack([fisher * members, fisher, members])  # summed per group in one pass
-    sums = torch.zeros(3, x.shape[0], num_groups, x.shape[2], dtype=torch.float32, device=x.device)
-    weighted, weight, plain = sums.index_add_(2, groups, terms)
-    plain = plain / size.float()[None, :, None]
+    # rescaled by the largest |g| over each tensor's merged entries: no underflow; ratios unchanged
+    largest = torch.where(involved, g.abs().amax(dim=3), 0.0).amax(dim=(1, 2))[:, None, None, None]
+    weighted_here = (largest > 0) & involved[:, None]  # [S, 1, N, 1]
+    fisher = torch.where(weighted_here, (g / largest) ** 2, 0.0)
+    weighted, weight, plain = torch.zeros(3, *x.shape[:2], num_groups, x.shape[3], dtype=torch.float32, device=x.device)
+    for total, term in ((weighted, fisher * members), (weight, fisher), (plain, members)):
+        total.index_add_(2, groups, term)
+    plain = plain / size.float()[:, None]
     tiny = torch.finfo(torch.float32).tiny
-    averaged = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
-    return torch.where(merged_run, averaged, x[:, first])
+    return torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
 
 
 def fisher_merge(
@@ -84,8 +85,6 @@ def fisher_merge(
     counts = torch.zeros(num_groups, dtype=cache.counts.dtype, device=cache.counts.device).index_add_(
         0, groups, cache.counts
     )
-    return LayerCache(
-        fisher_average(cache.keys, key_grad, groups, num_groups),
-        fisher_average(cache.values, value_grad, groups, num_groups),
-        counts,
-    )
+    stacked = torch.stack([cache.keys, cache.values])
+    keys, values = fisher_average(stacked, torch.stack([key_grad, value_grad]), groups, num_groups)
+    return LayerCache(keys, values, counts)
