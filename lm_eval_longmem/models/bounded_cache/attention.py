@@ -51,7 +51,7 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
     q [H, c, d] is the chunk's queries, pre-RoPE; keys (already rotated at positions 0..W+c-1)
     and values [Hkv, W + c, d] are the window followed by the chunk's own entries. `bias`, when
     given, is `logit_bias(window_log_counts, c, q.dtype)` already built (layers whose windows
-    have the same counts share one).
+    have the same counts share one), and `window_log_counts` is not read.
     """
     c = q.shape[1]
     W = keys.shape[1] - c

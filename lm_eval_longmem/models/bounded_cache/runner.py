@@ -109,7 +109,7 @@ class BoundedCacheRunner:
                 q,
                 joined.rotated_keys(cos, sin),
                 joined.values,
-                window.log_counts,
+                window.log_counts if bias is None else None,  # with a shared bias, no log per layer
                 cos,
                 sin,
                 d.scaling,
