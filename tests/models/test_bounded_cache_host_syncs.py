@@ -11,6 +11,7 @@ from transformers import LlamaConfig
 
 from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from lm_eval_longmem.models.runtime.token_upload import ids_to_device
 from tests.helpers.tiny_models import tiny_of, token_ids
 
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
@@ -49,3 +50,9 @@ def test_device_reads_per_scoring_call_do_not_grow_with_chunks_and_layers(model,
         assert (
             reads - per_layer_and_chunk * layers * recalling_chunks(length) == 4
         )  # the totals: two reads for each of the 2 scored chunks
+
+
+def test_token_ids_reach_the_device_unchanged(device):
+    ids = token_ids(40, seed=5)
+    uploaded = ids_to_device(ids, torch.device(device))
+    assert uploaded.device.type == device and uploaded.dtype == torch.long and uploaded.tolist() == ids

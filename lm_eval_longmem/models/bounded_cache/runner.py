@@ -25,6 +25,7 @@ from lm_eval_longmem.models.bounded_cache.attention import attend, logit_bias
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.token_upload import ids_to_device
 
 
 class BoundedCacheRunner:
@@ -89,7 +90,7 @@ class BoundedCacheRunner:
     def _forward(self, ids: list[int], want_received: bool):
         d = self.decoder
         c = len(ids)
-        x = d.embed(torch.tensor(ids, device=d.device))
+        x = d.embed(ids_to_device(ids, d.device))
         tables = self._rope(len(self) + c, x)
         new_kv, received = [], []
         biases = {}  # unit counts: the attention bias depends only on the window's length
@@ -136,7 +137,7 @@ class BoundedCacheRunner:
             hidden, new_kv, received = self._forward(ids, want_received=True)
             if targets:
                 logits = self.decoder.logits(hidden[: len(targets)]).float()
-                loss = F.cross_entropy(logits, torch.tensor(targets, device=logits.device), reduction="sum")
+                loss = F.cross_entropy(logits, ids_to_device(targets, logits.device), reduction="sum")
                 grads = torch.autograd.grad(loss, leaves, allow_unused=True)
             else:
                 grads = [None] * len(leaves)
