@@ -13,7 +13,7 @@ import torch
 
 def ids_to_device(ids: list[int], device: torch.device) -> torch.Tensor:
     """A long tensor of `ids` on `device`, queued behind the work already there."""
-    host = torch.tensor(ids, dtype=torch.long)
+    host = torch.tensor(ids, dtype=torch.long, device="cpu")
     if torch.device(device).type != "cuda":
         return host.to(device)
     return host.pin_memory().to(device, non_blocking=True)
