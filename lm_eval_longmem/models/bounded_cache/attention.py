@@ -34,15 +34,9 @@ def count_weighted_attention(q, k, v, bias, scale: float, softcap: float | None 
 
 def attention_probabilities(q, k, bias, scale: float, softcap: float | None = None) -> torch.Tensor:
     """The weights of `count_weighted_attention`, [H, c, n] (for the attention each entry receives)."""
-    return torch.softmax(soft_cap(grouped_scores(q, k).float() * scale, softcap) + bias.float(), dim=-1)
-
-
-def grouped_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """q.k [H, c, n] for q [H, c, d] and k [Hkv, n, d] (GQA): each KV head's query heads as one
-    batch of rows, so the keys are not copied per query head."""
-    heads, c, d = q.shape
-    kv_heads = k.shape[0]
-    return (q.reshape(kv_heads, heads // kv_heads * c, d) @ k.transpose(1, 2)).view(heads, c, k.shape[1])
+    groups = q.shape[0] // k.shape[0]
+    k = k.repeat_interleave(groups, dim=0)
+    return torch.softmax(soft_cap((q @ k.transpose(1, 2)).float() * scale, softcap) + bias.float(), dim=-1)
 
 
 def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False, softcap=None, bias=None):

@@ -16,25 +16,22 @@ from __future__ import annotations
 
 import torch
 
-from lm_eval_longmem.models.bounded_cache.attention import grouped_scores
-
 SCORE_BYTES = 64 * 2**20  # float32 scores held at once (queries are scored in blocks)
 
 
 def picked_keys(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(picks, scores) [H, c, k]: each query head's `top_k` middle keys by q.k (pre-RoPE)."""
     heads, c, _ = queries.shape
-    m = middle_keys.shape[1]
-    keys = middle_keys.float()
+    kv_heads, m, _ = middle_keys.shape
+    keys = middle_keys.float().repeat_interleave(heads // kv_heads, dim=0)  # [H, m, d]
     k = min(top_k, m)
     block = max(1, SCORE_BYTES // (4 * heads * m))
     picks, best = [], []
     for start in range(0, c, block):
-        value, index = grouped_scores(queries[:, start : start + block].float(), keys).topk(k, dim=-1)  # [H, b, k]
+        scores = queries[:, start : start + block].float() @ keys.transpose(1, 2)  # [H, b, m]
+        value, index = scores.topk(k, dim=-1)
         picks.append(index)
         best.append(value)
-    if len(picks) == 1:
-        return picks[0], best[0]
     return torch.cat(picks, dim=1), torch.cat(best, dim=1)
 
 
