@@ -56,7 +56,11 @@ class BoundedCacheRunner:
             hidden, new_kv = self._forward_and_compress(ids, next_id, remove)
         else:
             hidden, new_kv, _ = self._forward(ids, want_received=False)
-            if remove > 0:
+            if remove > 0 and self.policy.spares_new_entries and all(j is not None for _, _, j in new_kv):
+                # the same entries go from the cache joined with the chunk: one copy, not shrink + append
+                new_kv = [(k, v, self.policy.shrink(joined, remove, None)) for k, v, joined in new_kv]
+                self.shrinks += 1
+            elif remove > 0:
                 self.caches = [self.policy.shrink(cache, remove, None) for cache in self.caches]
                 new_kv = [(k, v, None) for k, v, _ in new_kv]  # the shrunk cache moved: append anew
                 self.shrinks += 1

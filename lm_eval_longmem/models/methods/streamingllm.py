@@ -21,6 +21,7 @@ class StreamingLLMArgs(BudgetArgs):
 
 class StreamingLLMPolicy(CachePolicy):
     name = "streamingllm"
+    spares_new_entries = True  # the oldest entries after the sinks go (a chunk never exceeds M - sinks)
 
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
         sinks = min(self.args.sink_length, len(cache))
