@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -22,12 +23,18 @@ import torch
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 
 
+@functools.lru_cache(maxsize=8)
+def position_decay(n: int, sigma: float, device: torch.device) -> torch.Tensor:
+    """exp(-i / sigma) for i = 0 .. n-1 (eq. 19), made once per cache length: every layer of a
+    chunk, and every chunk once the cache is full, has the same n. Read only."""
+    return torch.exp(-torch.arange(n, device=device, dtype=torch.float32) / sigma)
+
+
 def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch.Tensor:
     """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf)."""
     received = received.float()
     scores = received[:-1] + received[1:]
-    index = torch.arange(scores.shape[0], device=scores.device, dtype=torch.float32)
-    scores = torch.exp(-index / sigma) * scores
+    scores = position_decay(scores.shape[0], sigma, scores.device) * scores
     scores[: min(sink_length, scores.shape[0])] = math.inf
     return scores
 
