@@ -29,7 +29,7 @@ def test_merge_is_a_fisher_weighted_average_per_element():
     )
     key_grad = torch.tensor([[[1.0, 0.0], [1.0, 2.0], [9.0, 9.0]]])
     value_grad = torch.tensor([[[3.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
-    merged = fisher_merge(cache, torch.tensor([True, False]), key_grad, value_grad)
+    merged = fisher_merge(cache, torch.tensor([True, False]), key_grad, value_grad, 1)
     # keys: element 0 weights 1, 1 -> (1 + 3) / 2; element 1 weights 0, 4 -> 0
     assert merged.keys[0].tolist() == [[2.0, 0.0], [5.0, 5.0]]
     # values: element 0 weights 9, 1 -> (18 + 6) / 10; element 1 weights 1, 1 -> 0
@@ -40,11 +40,11 @@ def test_merge_is_a_fisher_weighted_average_per_element():
 def test_merge_without_information_is_the_plain_average_and_runs_merge_into_one():
     cache = cache_of([[0.0], [3.0], [6.0], [9.0]])
     zero = torch.zeros_like(cache.keys)
-    merged = fisher_merge(cache, torch.tensor([False, True, True]), zero, zero)  # entries 1, 2, 3 form one run
+    merged = fisher_merge(cache, torch.tensor([False, True, True]), zero, zero, 2)  # entries 1, 2, 3 form one run
     assert merge_groups(torch.tensor([False, True, True])).tolist() == [0, 1, 1, 1]
     assert merged.keys[0, :, 0].tolist() == [0.0, 6.0] and merged.counts.tolist() == [1.0, 3.0]
     grad = torch.tensor([[[5.0], [1.0], [0.0], [2.0]]])
-    merged = fisher_merge(cache, torch.tensor([False, True, True]), grad, grad)
+    merged = fisher_merge(cache, torch.tensor([False, True, True]), grad, grad, 2)
     assert merged.keys[0, 1, 0].item() == pytest.approx((1 * 3 + 0 * 6 + 4 * 9) / 5)
 
 
@@ -52,7 +52,7 @@ def test_unmerged_entries_stay_bit_identical():
     torch.manual_seed(0)
     cache = LayerCache(torch.randn(2, 6, 4), torch.randn(2, 6, 4), torch.ones(6))
     merged = fisher_merge(
-        cache, torch.tensor([False, False, True, False, False]), torch.randn(2, 6, 4), torch.randn(2, 6, 4)
+        cache, torch.tensor([False, False, True, False, False]), torch.randn(2, 6, 4), torch.randn(2, 6, 4), 1
     )
     assert torch.equal(merged.keys[:, :2], cache.keys[:, :2]) and torch.equal(merged.keys[:, 3:], cache.keys[:, 4:])
 
@@ -65,7 +65,7 @@ def test_a_merged_pair_of_identical_entries_attends_like_the_two_originals():
     k[:, 2], v[:, 2] = k[:, 1], v[:, 1]  # entries 1 and 2 identical
     original = count_weighted_attention(q, k, v, torch.zeros(3, 4), scale=0.3)
     merged = fisher_merge(
-        LayerCache(k, v, torch.ones(4)), torch.tensor([False, True, False]), torch.randn_like(k), torch.randn_like(v)
+        LayerCache(k, v, torch.ones(4)), torch.tensor([False, True, False]), torch.randn_like(k), torch.randn_like(v), 1
     )
     assert torch.allclose(merged.keys[:, 1], k[:, 1], atol=1e-6) and merged.counts.tolist() == [1.0, 2.0, 1.0]
     bias = merged.log_counts[None, :].expand(3, -1)  # eq. 17: + log cnt
@@ -82,20 +82,22 @@ def test_pair_scores_are_normalized_by_position_and_sinks_never_merge():
     for i in range(2, 6):
         assert scores[i].item() == pytest.approx(math.exp(-i / 4.0) * (received[i] + received[i + 1]).item())
     # raw scores: pair 2 (0 + 1 = 1) < pair 5 (0.5 + 0.5 = 1)? equal; normalization prefers the later pair
-    assert select_pairs(scores, 1).nonzero().flatten().tolist() == [5]
-    assert select_pairs(pair_scores(received, sink_length=0, sigma=4.0), 1).nonzero().flatten().tolist() == [1]
+    assert select_pairs(scores, 1, sink_length=2).nonzero().flatten().tolist() == [5]
+    assert select_pairs(
+        pair_scores(received, sink_length=0, sigma=4.0), 1, sink_length=0
+    ).nonzero().flatten().tolist() == [1]
 
 
 def test_normalization_can_overturn_the_raw_attention_order():
     received = torch.tensor([1.0, 0.40, 0.40, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5])
-    raw_choice = select_pairs(pair_scores(received, 0, sigma=1e9), 1).nonzero().item()
-    normalized_choice = select_pairs(pair_scores(received, 0, sigma=4.0), 1).nonzero().item()
+    raw_choice = select_pairs(pair_scores(received, 0, sigma=1e9), 1, 0).nonzero().item()
+    normalized_choice = select_pairs(pair_scores(received, 0, sigma=4.0), 1, 0).nonzero().item()
     assert (raw_choice, normalized_choice) == (1, 8)
 
 
 def test_selection_takes_exactly_n_pairs_outside_the_sinks():
     scores = pair_scores(torch.rand(20), sink_length=5, sigma=4096.0)
-    chosen = select_pairs(scores, 14)
+    chosen = select_pairs(scores, 14, sink_length=5)
     assert int(chosen.sum()) == 14 and not chosen[:5].any()
     with pytest.raises(ValueError, match="only 14 pairs"):
-        select_pairs(scores, 15)
+        select_pairs(scores, 15, sink_length=5)

@@ -39,11 +39,13 @@ def attention_probabilities(q, k, bias, scale: float, softcap: float | None = No
     return torch.softmax(soft_cap((q @ k.transpose(1, 2)).float() * scale, softcap) + bias.float(), dim=-1)
 
 
-def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False, softcap=None):
+def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False, softcap=None, bias=None):
     """Attention output [H, c, d] and, if asked, the attention each window entry received [W].
 
     q [H, c, d] is the chunk's queries, pre-RoPE; keys (already rotated at positions 0..W+c-1)
-    and values [Hkv, W + c, d] are the window followed by the chunk's own entries.
+    and values [Hkv, W + c, d] are the window followed by the chunk's own entries. `bias`, when
+    given, is `logit_bias(window_log_counts, c, q.dtype)` already built (layers whose windows
+    have the same counts share one), and `window_log_counts` is not read.
     """
     c = q.shape[1]
     W = keys.shape[1] - c
@@ -55,7 +57,8 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
             queries[None], keys[None], values[None], is_causal=True, scale=scale, enable_gqa=True
         )[0]
         return out, keys.new_zeros(0) if want_received else None
-    bias = logit_bias(window_log_counts, c, queries.dtype)
+    if bias is None:
+        bias = logit_bias(window_log_counts, c, queries.dtype)
     out = count_weighted_attention(queries, keys, values, bias, scale, softcap)
     received = None
     if want_received:

@@ -78,6 +78,15 @@ class LayerCache:
         """The entries at `index` (sorted positions), in that order."""
         return LayerCache(self.keys[:, index], self.values[:, index], self.counts[index])
 
+    def without(self, start: int, stop: int) -> LayerCache:
+        """The entries outside [start, stop), in order: two slices and one copy per tensor, where
+        `take` would build an index and gather through it."""
+
+        def cut(x: torch.Tensor, dim: int) -> torch.Tensor:
+            return torch.cat([x.narrow(dim, 0, start), x.narrow(dim, stop, x.shape[dim] - stop)], dim=dim)
+
+        return LayerCache(cut(self.keys, 1), cut(self.values, 1), cut(self.counts, 0))
+
     def prefix(self, n: int) -> LayerCache:
         """The first n entries (their positions do not move)."""
         rotated = self.rotated[:, :n] if self.rotated is not None else None

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -22,24 +23,32 @@ import torch
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 
 
+@functools.lru_cache(maxsize=8)
+def position_decay(n: int, sigma: float, device: torch.device) -> torch.Tensor:
+    """exp(-i / sigma) for i = 0 .. n-1 (eq. 19), made once per cache length: every layer of a
+    chunk, and every chunk once the cache is full, has the same n. Read only."""
+    return torch.exp(-torch.arange(n, device=device, dtype=torch.float32) / sigma)
+
+
 def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch.Tensor:
     """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf)."""
     received = received.float()
     scores = received[:-1] + received[1:]
-    index = torch.arange(scores.shape[0], device=scores.device, dtype=torch.float32)
-    scores = torch.exp(-index / sigma) * scores
+    scores = position_decay(scores.shape[0], sigma, scores.device) * scores
     scores[: min(sink_length, scores.shape[0])] = math.inf
     return scores
 
 
-def select_pairs(scores: torch.Tensor, n: int) -> torch.Tensor:
-    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest finite scores."""
-    finite = int(torch.isfinite(scores).sum())
-    if n > finite:
-        raise ValueError(f"cannot merge {n} pairs: only {finite} pairs are outside the sinks")
+def select_pairs(scores: torch.Tensor, n: int, sink_length: int) -> torch.Tensor:
+    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest scores outside the sinks.
+
+    How many pairs lie outside the sinks is known from the shapes, so nothing is read back from
+    the device (a read would stall the GPU queue once per layer and chunk)."""
+    outside = scores.shape[0] - min(sink_length, scores.shape[0])
+    if n > outside:
+        raise ValueError(f"cannot merge {n} pairs: only {outside} pairs are outside the sinks")
     chosen = torch.zeros_like(scores, dtype=torch.bool)
-    chosen[torch.topk(scores, n, largest=False).indices] = True
-    return chosen
+    return chosen.scatter_(0, torch.topk(scores, n, largest=False).indices, True)
 
 
 def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
@@ -50,44 +59,39 @@ def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
 
 
 def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
-    """Per-element Fisher-weighted average of x [Hkv, N, d] over `groups` (non-decreasing ids
-    of runs) -> [Hkv, G, d]. Entries merged with nothing are copied as they are; only the
-    merged runs are averaged, so the cost grows with the number of merges, not with N."""
-    first = torch.ones_like(groups, dtype=torch.bool)
-    first[1:] = groups[1:] != groups[:-1]
-    merged = x[:, first].clone()
-    size = torch.bincount(groups, minlength=num_groups)
-    involved = size[groups] > 1
-    if not involved.any():
-        return merged
-    members, member_groups = x[:, involved].float(), groups[involved]
-    g = grad[:, involved].float()
-    scale = g.abs().amax()
-    fisher = (g / scale) ** 2 if scale > 0 else torch.zeros_like(g)  # rescaled: no underflow; ratios unchanged
-    targets, local = torch.unique_consecutive(member_groups, return_inverse=True)
-    shape = (x.shape[0], targets.shape[0], x.shape[2])
-    weighted = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher * members)
-    weight = torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, fisher)
-    plain = (
-        torch.zeros(shape, dtype=torch.float32, device=x.device).index_add_(1, local, members)
-        / size[targets].float()[None, :, None]
-    )
+    """Per-element Fisher-weighted average of x [S, Hkv, N, d] over `groups` (non-decreasing ids
+    of runs) -> [S, Hkv, G, d], for S stacked tensors (keys and values), each weighted by its own
+    gradients. Entries merged with nothing come out as they went in (weight 0: x / 1).
+
+    Every shape is fixed by N and G (both known on the host) and the merged runs are picked out by
+    masks, not by boolean indexing, so the merge never waits for the device; keys and values go
+    through one set of ops. Sums run over the same members in the same order as over the merged
+    runs alone, so results are the same bits."""
+    size = torch.zeros(num_groups, dtype=torch.long, device=x.device).index_add_(0, groups, torch.ones_like(groups))
+    involved = (size > 1)[groups]  # [N]: the entry belongs to a merged run
+    members, g = x.float(), grad.float()
+    # rescaled by the largest |g| over each tensor's merged entries: no underflow; ratios unchanged
+    largest = torch.where(involved, g.abs().amax(dim=3), 0.0).amax(dim=(1, 2))[:, None, None, None]
+    weighted_here = (largest > 0) & involved[:, None]  # [S, 1, N, 1]
+    fisher = torch.where(weighted_here, (g / largest) ** 2, 0.0)
+    weighted, weight, plain = torch.zeros(3, *x.shape[:2], num_groups, x.shape[3], dtype=torch.float32, device=x.device)
+    for total, term in ((weighted, fisher * members), (weight, fisher), (plain, members)):
+        total.index_add_(2, groups, term)
+    plain = plain / size.float()[:, None]
     tiny = torch.finfo(torch.float32).tiny
-    merged[:, targets] = torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
-    return merged
+    return torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
 
 
 def fisher_merge(
-    cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor
+    cache: LayerCache, pairs: torch.Tensor, key_grad: torch.Tensor, value_grad: torch.Tensor, merged_pairs: int
 ) -> LayerCache:
-    """The cache after merging the chosen pairs: keys and values each by their own Fisher weights."""
+    """The cache after merging the chosen pairs (`merged_pairs` of them, as the caller chose:
+    the result has N - merged_pairs entries): keys and values each by their own Fisher weights."""
     groups = merge_groups(pairs)
-    num_groups = int(groups[-1]) + 1
+    num_groups = len(cache) - merged_pairs
     counts = torch.zeros(num_groups, dtype=cache.counts.dtype, device=cache.counts.device).index_add_(
         0, groups, cache.counts
     )
-    return LayerCache(
-        fisher_average(cache.keys, key_grad, groups, num_groups),
-        fisher_average(cache.values, value_grad, groups, num_groups),
-        counts,
-    )
+    stacked = torch.stack([cache.keys, cache.values])
+    keys, values = fisher_average(stacked, torch.stack([key_grad, value_grad]), groups, num_groups)
+    return LayerCache(keys, values, counts)

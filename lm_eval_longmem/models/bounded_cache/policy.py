@@ -73,6 +73,8 @@ class CachePolicy(ABC):
     name: str = "bounded"
     needs_evidence: bool = False  # run the chunk with gradients and attention bookkeeping before a shrink
     keeps_everything: bool = False  # never shrink; `window` bounds what attention sees instead
+    unit_counts: bool = True  # every entry stands for one token (no merging): layers share one attention bias
+    spares_new_entries: bool = False  # shrink removes only older entries: it may run after the chunk is appended
 
     def __init__(self, args: BudgetArgs):
         self.args = args

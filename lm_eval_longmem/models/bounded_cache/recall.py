@@ -32,26 +32,32 @@ def picked_keys(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) ->
         value, index = scores.topk(k, dim=-1)
         picks.append(index)
         best.append(value)
+    if len(picks) == 1:  # one block (the usual case): no copy
+        return picks[0], best[0]
     return torch.cat(picks, dim=1), torch.cat(best, dim=1)
 
 
 def recall_centres(picks: torch.Tensor, scores: torch.Tensor, m: int, top_k_prime: int) -> torch.Tensor:
-    """The (at most) `top_k_prime` most picked keys, as span centres (unsorted)."""
+    """The `top_k_prime` most picked keys (at most m), as span centres (unsorted); where fewer
+    distinct keys were picked, the missing centres repeat the first one (same spans, no new token).
+
+    Keys are ranked over all m (picked before unpicked, then by count, best score, index), so the
+    number of centres is known on the host and no boolean selection waits for the device."""
     flat = picks.flatten()
-    counts = torch.bincount(flat, minlength=m)
+    counts = torch.zeros(m, dtype=torch.long, device=picks.device).index_add_(0, flat, torch.ones_like(flat))
     best = torch.full((m,), float("-inf"), dtype=torch.float32, device=picks.device).scatter_reduce_(
         0, flat, scores.flatten().float(), reduce="amax"
     )
-    candidates = torch.nonzero(counts > 0).flatten()  # ascending: the earlier key wins remaining ties
-    candidates = candidates[torch.argsort(best[candidates], descending=True, stable=True)]
-    candidates = candidates[torch.argsort(counts[candidates], descending=True, stable=True)]
-    return candidates[:top_k_prime]
+    ranked = torch.argsort(best, descending=True, stable=True)  # ties: the earlier key
+    ranked = ranked[torch.argsort(counts[ranked], descending=True, stable=True)][:top_k_prime]
+    return torch.where(counts[ranked] > 0, ranked, ranked[:1])
 
 
 def spans_around(centres: torch.Tensor, span_size: int, m: int) -> torch.Tensor:
-    """Sorted distinct indices of the spans of `span_size` tokens around `centres`, within [0, m)."""
+    """Boolean [m]: the tokens of the spans of `span_size` tokens around `centres`, within [0, m)."""
     offsets = torch.arange(span_size, device=centres.device) - span_size // 2
-    return torch.unique((centres[:, None] + offsets[None, :]).clamp(0, m - 1).flatten())  # unique sorts
+    covered = torch.zeros(m, dtype=torch.bool, device=centres.device)
+    return covered.index_fill_(0, (centres[:, None] + offsets[None, :]).clamp(0, m - 1).flatten(), True)
 
 
 def recall_middle(
@@ -60,9 +66,11 @@ def recall_middle(
     """Sorted indices (into the middle) of the recalled tokens.
 
     queries: pre-RoPE [H, c, d]; middle_keys: pre-RoPE [Hkv, m, d]; top_k_prime counts spans.
+    How many tokens the spans cover depends on the keys: reading it is this recall's one wait
+    for the device.
     """
     m = middle_keys.shape[1]
     if m == 0 or top_k_prime <= 0 or top_k <= 0:
         return torch.zeros(0, dtype=torch.long, device=middle_keys.device)
     picks, scores = picked_keys(queries, middle_keys, top_k)
-    return spans_around(recall_centres(picks, scores, m, top_k_prime), span_size, m)
+    return torch.nonzero(spans_around(recall_centres(picks, scores, m, top_k_prime), span_size, m)).flatten()

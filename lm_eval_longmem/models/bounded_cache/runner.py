@@ -21,10 +21,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.models.bounded_cache.attention import attend
+from lm_eval_longmem.models.bounded_cache.attention import attend, logit_bias
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.token_upload import ids_to_device
 
 
 class BoundedCacheRunner:
@@ -55,7 +56,11 @@ class BoundedCacheRunner:
             hidden, new_kv = self._forward_and_compress(ids, next_id, remove)
         else:
             hidden, new_kv, _ = self._forward(ids, want_received=False)
-            if remove > 0:
+            if remove > 0 and self.policy.spares_new_entries and all(j is not None for _, _, j in new_kv):
+                # the same entries go from the cache joined with the chunk: one copy, not shrink + append
+                new_kv = [(k, v, self.policy.shrink(joined, remove, None)) for k, v, joined in new_kv]
+                self.shrinks += 1
+            elif remove > 0:
                 self.caches = [self.policy.shrink(cache, remove, None) for cache in self.caches]
                 new_kv = [(k, v, None) for k, v, _ in new_kv]  # the shrunk cache moved: append anew
                 self.shrinks += 1
@@ -89,9 +94,10 @@ class BoundedCacheRunner:
     def _forward(self, ids: list[int], want_received: bool):
         d = self.decoder
         c = len(ids)
-        x = d.embed(torch.tensor(ids, device=d.device))
+        x = d.embed(ids_to_device(ids, d.device))
         tables = self._rope(len(self) + c, x)
         new_kv, received = [], []
+        biases = {}  # unit counts: the attention bias depends only on the window's length
         for layer in range(d.num_layers):
             cos, sin = tables[layer]
             q, k, v = d.project(layer, d.attention_input(layer, x))
@@ -99,16 +105,22 @@ class BoundedCacheRunner:
             window = self.policy.window(layer, cache, q)
             joined = window.extend(k, v, cos, sin)
             self.widest_attention = max(self.widest_attention, len(joined))
+            bias = None
+            if self.policy.unit_counts and len(window):
+                bias = biases.get(len(window))
+                if bias is None:
+                    bias = biases[len(window)] = logit_bias(window.log_counts, c, q.dtype)
             out, got = attend(
                 q,
                 joined.rotated_keys(cos, sin),
                 joined.values,
-                window.log_counts,
+                window.log_counts if bias is None else None,  # with a shared bias, no log per layer
                 cos,
                 sin,
                 d.scaling,
                 want_received,
                 d.attn_softcap,
+                bias,
             )
             x = d.mlp_block(layer, x + d.attention_output(layer, out))
             # what the cache becomes if nothing is removed: the joined window, when it is the whole cache
@@ -129,7 +141,7 @@ class BoundedCacheRunner:
             hidden, new_kv, received = self._forward(ids, want_received=True)
             if targets:
                 logits = self.decoder.logits(hidden[: len(targets)]).float()
-                loss = F.cross_entropy(logits, torch.tensor(targets, device=logits.device), reduction="sum")
+                loss = F.cross_entropy(logits, ids_to_device(targets, logits.device), reduction="sum")
                 grads = torch.autograd.grad(loss, leaves, allow_unused=True)
             else:
                 grads = [None] * len(leaves)

@@ -39,11 +39,12 @@ class StatedCLMArgs(BudgetArgs):
 class StatedCLMPolicy(CachePolicy):
     name = "statedclm"
     needs_evidence = True
+    unit_counts = False
 
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
         scores = pair_scores(evidence.received, self.args.sink_length, self.args.sigma)
-        pairs = select_pairs(scores, remove)
-        return fisher_merge(cache, pairs, evidence.key_grad, evidence.value_grad)
+        pairs = select_pairs(scores, remove, self.args.sink_length)
+        return fisher_merge(cache, pairs, evidence.key_grad, evidence.value_grad, remove)
 
 
 class StatedCLM(BoundedCacheMethod):

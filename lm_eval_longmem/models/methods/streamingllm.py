@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 
@@ -23,12 +21,11 @@ class StreamingLLMArgs(BudgetArgs):
 
 class StreamingLLMPolicy(CachePolicy):
     name = "streamingllm"
+    spares_new_entries = True  # the oldest entries after the sinks go (a chunk never exceeds M - sinks)
 
     def shrink(self, cache: LayerCache, remove: int, evidence: Evidence | None) -> LayerCache:
         sinks = min(self.args.sink_length, len(cache))
-        device = cache.counts.device
-        keep = torch.cat([torch.arange(sinks, device=device), torch.arange(sinks + remove, len(cache), device=device)])
-        return cache.take(keep)
+        return cache.without(sinks, sinks + remove)
 
 
 class StreamingLLM(BoundedCacheMethod):
