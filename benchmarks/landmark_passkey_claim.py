@@ -9,7 +9,9 @@ method's `LandmarkGenerator`):
 * passkey rows: filler tokens repeating a fixed 7-token sentence (as the passkey task's "The grass
   is green..." line repeats), a KEY marker and a 3-digit key at a random depth, and at the end
   QUERY KEY, after which the model must say the three digits (as the passkey prompt ends with
-  "The pass key is"); the loss is on the three answer digits only;
+  "The pass key is"); the loss is on the three answer digits only; training rows are 0 to
+  block - 2 tokens short of the training length (padded after the answer), so the answer falls at
+  every place in a block;
 * recall rows: random tokens in which a random segment of 4-30 tokens comes back at a random
   distance; the loss is on the repeat. They teach content-based retrieval (induction heads): a
   fixed-offset repeat (an earlier design) let the model copy by position instead, and it never
