@@ -327,6 +327,8 @@ def measure_cpu(backend, length, heads, head_dim, with_backward):
 def run_cpu(args):
     head_dim = args.head_dims[0]
     print("No CUDA: GPU timings need a CUDA device.")
+    if args.profile or args.sweep_configs:
+        print("--profile and --sweep-configs time the compiled kernels: they need CUDA and are skipped here.")
     try:
         interpreter_check()
     except ImportError:
