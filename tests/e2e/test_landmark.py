@@ -5,12 +5,9 @@ with the layout read from the checkpoint."""
 
 import json
 
-import pytest
-
 from tests.helpers.cli_runs import BIN, results_of, run
 
 
-@pytest.mark.slow  # a real lm_eval process: ~13 s on 2 cores
 def test_passkey_through_lm_eval_on_a_landmark_export(tiny_landmark_dir, tmp_path):
     out = tmp_path / "out"
     run(
