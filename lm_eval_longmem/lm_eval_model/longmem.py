@@ -378,6 +378,28 @@ class LongMemLM(HFLM):
                 "context-extension method, or pass max_length=N in --model_args to allow longer inputs."
             )
 
+    # --- chat templates -----------------------------------------------------------------
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        """lm-eval asks for the template right after the model loads, before any request is
+        built: a tokenizer without one is refused here in one line, not by transformers' traceback
+        halfway through building the requests."""
+        if chat_template not in (False, None):
+            self._require_chat_template()
+        return super().chat_template(chat_template)
+
+    def apply_chat_template(self, chat_history, add_generation_prompt: bool = True) -> str:
+        self._require_chat_template()  # the Python API may skip chat_template() above
+        return super().apply_chat_template(chat_history, add_generation_prompt)
+
+    def _require_chat_template(self) -> None:
+        if self.tokenizer is None or getattr(self.tokenizer, "chat_template", None) is not None:
+            return
+        name = DEFAULT_MODEL_NAME if self.uses_default_model else source_name(self.pretrained)
+        raise UsageError(
+            f"--apply_chat_template: the tokenizer of {name} has no chat template (a base model). Drop "
+            "--apply_chat_template, or evaluate a chat (instruct) model whose tokenizer has one."
+        )
+
     # --- reporting ----------------------------------------------------------------------
     def get_model_info(self) -> dict:
         with offline_context():  # HFLM looks up the model's Hub revision; skip that offline

@@ -1,9 +1,10 @@
-"""LongMemLM: argument handling, device fallback, no truncation, token-exact requests."""
+"""LongMemLM: argument handling, device fallback, no truncation, token-exact requests, chat templates."""
 
 import pytest
 import torch
 from lm_eval.api.instance import Instance
 
+from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.lm_eval_model.longmem import (
     ContextTooLongError,
     LongMemLM,
@@ -53,6 +54,22 @@ def test_results_record_the_method(lm):
     info = lm.get_model_info()
     assert info["longmem_method"] == "vanilla" and info["longmem_method_args"] == {}
     assert info["longmem_context_length"] == 128 and info["longmem_training_length"] == 128
+
+
+def test_apply_chat_template_without_a_template_is_one_usage_error_before_any_request(lm):
+    assert lm.tokenizer.chat_template is None  # the tiny model's tokenizer, like a base model's
+    with pytest.raises(UsageError, match="tokenizer of .* has no chat template .* Drop --apply_chat_template"):
+        lm.chat_template(True)  # what lm-eval asks right after the model loads
+    with pytest.raises(UsageError, match="has no chat template"):
+        lm.apply_chat_template([{"role": "user", "content": "hi"}])  # the Python API's path
+    assert lm.chat_template(False) is None  # not asked for: nothing refused
+
+
+def test_a_tokenizer_with_a_template_is_used_as_hf_uses_it(lm, monkeypatch):
+    template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+    monkeypatch.setattr(lm.tokenizer, "chat_template", template)
+    assert lm.chat_template(True) == template
+    assert lm.apply_chat_template([{"role": "user", "content": "hi"}]) == "<user>hi"
 
 
 def test_a_repeated_model_args_key_from_python_says_which_value_is_used(tiny_model_dir, caplog):
