@@ -28,6 +28,7 @@ TESTS = Path(__file__).resolve().parent
 TRANSFORMERS_SURFACE = {
     "methods/test_method_matrix.py",  # every method: build, score, generate, record, bfloat16
     "methods/test_dynamic_ntk_hf.py",
+    "methods/test_landmark_study_format.py",  # a model type registered with transformers' Auto classes
     "methods/test_model_object.py",  # every method on a loaded model object: rotary embeddings rebuilt
     "methods/test_rope_frequencies.py",
     "methods/test_self_extend_and_lm_infinite.py",

@@ -162,8 +162,9 @@ def register_all() -> None:
 
 
 def register_architectures() -> None:
-    """Model architectures of our own (FoX) with transformers' Auto classes (idempotent)."""
+    """Model types transformers lacks (FoX's, the Landmark study's) with its Auto classes (idempotent)."""
     import lm_eval_longmem.models.fox  # noqa: F401  (registers on import)
+    import lm_eval_longmem.models.landmark.study_format  # noqa: F401  (registers on import)
 
 
 def is_registered() -> bool:

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
 from lm_eval_longmem.errors import LongMemError, UsageError
+from lm_eval_longmem.harness.registration import register_architectures
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
@@ -118,6 +119,7 @@ class LongMemLM(HFLM):
         self.uses_default_model = pretrained is None
         if pretrained is None:
             pretrained = str(default_model_dir())
+        register_architectures()  # model types transformers lacks (FoX's, the Landmark study's)
         with loading_from_hub(pretrained):
             super().__init__(pretrained=pretrained, device=resolve_device(device), **other)
         adopt_launched_processes(self)  # split documents under `accelerate launch` where HFLM sees < 2 GPUs

@@ -85,7 +85,9 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
 def _load(tokenizer_source: str, config_source: str, trust_remote_code: bool):
     from transformers import AutoConfig, AutoTokenizer
 
-    import lm_eval_longmem.models.fox  # noqa: F401  (FoX checkpoints' config and tokenizer classes)
+    from lm_eval_longmem.harness.registration import register_architectures
+
+    register_architectures()  # FoX's and the Landmark study's model types
 
     with loading_from_hub(tokenizer_source):
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=trust_remote_code)

@@ -1,14 +1,17 @@
-"""`--model longmem --model_args method=landmark` through the stock `lm_eval` CLI on a tiny landmark
-export (blocks of 4, trained length 32: windows of 20 with top_k 2): the passkey prompt, several
-windows long, is generated without a landmark in the answer, and the results record the method
-with the layout read from the checkpoint."""
+"""A Landmark checkpoint in the study's own format (`model_type: llama_with_landmark`, as the
+official code saves it) through the stock `lm_eval` CLI with no method= given, on a tiny landmark
+export (blocks of 4, trained length 32: windows of 20 with top_k 2): the model type loads and
+selects the method, the passkey prompt, several windows long, is generated without a landmark in
+the answer, and the results record the method with the layout read from the checkpoint."""
 
 import json
 
 from tests.helpers.cli_runs import BIN, results_of, run
+from tests.helpers.landmark_checkpoint import study_copy
 
 
-def test_passkey_through_lm_eval_on_a_landmark_export(tiny_landmark_dir, tmp_path):
+def test_passkey_through_lm_eval_on_a_checkpoint_in_the_studys_format(tiny_landmark_dir, tmp_path):
+    study_dir = study_copy(tiny_landmark_dir, tmp_path / "model")
     out = tmp_path / "out"
     run(
         [
@@ -16,7 +19,7 @@ def test_passkey_through_lm_eval_on_a_landmark_export(tiny_landmark_dir, tmp_pat
             "--model",
             "longmem",
             "--model_args",
-            f"pretrained={tiny_landmark_dir},method=landmark,top_k=2",
+            f"pretrained={study_dir},top_k=2",
             "--tasks",
             "longmem_passkey",
             "--metadata",

@@ -1,6 +1,7 @@
 """What a landmark checkpoint carries: the `<landmark>` token and the block layout it was trained with.
 
-The study's format (the official `LlamaLandmarkConfig`) puts four keys in `config.json`:
+The study's format (the official `LlamaLandmarkConfig`, model type `llama_with_landmark`) puts four
+keys in `config.json`:
 `mem_id` (the landmark token's id), `mem_freq` (visible tokens per block, B - 1),
 `train_context_length` and `include_landmark_in_loss`. Our training writes the same keys (plus
 the method record), so either kind of checkpoint runs with `method=landmark` and, unless told
@@ -14,10 +15,16 @@ from dataclasses import dataclass
 from lm_eval_longmem.errors import UsageError
 
 LANDMARK_TOKEN = "<landmark>"
+STUDY_MODEL_TYPE = "llama_with_landmark"  # the official LlamaLandmarkConfig's (study_format.py registers it)
 LANDMARK_ID_KEY = "mem_id"
 VISIBLE_PER_BLOCK_KEY = "mem_freq"
 TRAIN_LENGTH_KEY = "train_context_length"
 LOSS_KEY = "include_landmark_in_loss"
+
+
+def is_study_landmark(config_dict: dict) -> bool:
+    """Whether a config.json dict has the study's model type (which implies method=landmark)."""
+    return config_dict.get("model_type") == STUDY_MODEL_TYPE
 
 
 class NoLandmarkTokenError(UsageError):

@@ -1,6 +1,7 @@
 """A checkpoint's own method: the config keys our training module writes, read back.
 
-A checkpoint whose architecture is a method of its own (FoX, or a CLEX rope type) selects that method. A checkpoint
+A checkpoint whose architecture is a method of its own (FoX, a CLEX rope type, the Landmark study's
+`llama_with_landmark`) selects that method. A checkpoint
 extended by `training/` records in its config.json
 
     "longmem_method": "yarn",
@@ -26,9 +27,12 @@ def recorded_method(config_dict: dict[str, Any]) -> tuple[str, dict[str, Any]] |
     if not name:
         from lm_eval_longmem.models.clex.config_format import clex_rope_settings
         from lm_eval_longmem.models.fox.compatibility import is_fox_family
+        from lm_eval_longmem.models.landmark.checkpoint import is_study_landmark
 
         if is_fox_family(config_dict):
             return ("fox", {})
+        if is_study_landmark(config_dict):  # the Landmark study's own checkpoint type
+            return ("landmark", {})
         # the authors' CLEX checkpoints: their rope type, which transformers cannot build without method=clex
         return ("clex", {}) if clex_rope_settings(config_dict) is not None else None
     args = config_dict.get(ARGS_KEY) or {}

@@ -48,6 +48,10 @@ FAMILIES: dict[str, FamilyTraits] = {
     "gemma3_text": FamilyTraits(qk_norm=True, sandwich_norms=True, rope_per_layer_type=True, scaled_embedding=True),
 }
 
+# Model types that are another family's architecture under their own name: the Landmark study's
+# checkpoints are Llamas (landmark/study_format.py).
+READ_AS_FAMILY: dict[str, str] = {"llama_with_landmark": "llama"}
+
 
 @dataclass(frozen=True)
 class AttentionLayout:
@@ -101,6 +105,7 @@ def _applied_softcap(config) -> float | None:
 def attention_layout(config, who: str = "this method") -> AttentionLayout:
     """The layout of `config`'s family; UnsupportedArchitectureError (one line) when it has none."""
     model_type = getattr(config, "model_type", None)
+    model_type = READ_AS_FAMILY.get(model_type, model_type)
     traits = FAMILIES.get(model_type)
     if traits is None:
         raise UnsupportedArchitectureError(
