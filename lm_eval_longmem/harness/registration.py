@@ -163,8 +163,9 @@ def register_all() -> None:
 
 def register_architectures() -> None:
     """Model types transformers lacks (FoX's, the Landmark study's) with its Auto classes (idempotent)."""
-    import lm_eval_longmem.models.fox  # noqa: F401  (registers on import)
-    import lm_eval_longmem.models.landmark.study_format  # noqa: F401  (registers on import)
+    from lm_eval_longmem.models.checkpoint.model_types import register_model_types
+
+    register_model_types()
 
 
 def is_registered() -> bool:

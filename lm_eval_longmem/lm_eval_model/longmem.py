@@ -23,11 +23,11 @@ from tqdm import tqdm
 
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
 from lm_eval_longmem.errors import LongMemError, UsageError
-from lm_eval_longmem.harness.registration import register_architectures
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
+from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 from lm_eval_longmem.models.checkpoint.source_name import source_name
 from lm_eval_longmem.models.fox.compatibility import check_method_fits
 from lm_eval_longmem.models.method_framework.loaded_model import prepare_loaded_model
@@ -119,7 +119,7 @@ class LongMemLM(HFLM):
         self.uses_default_model = pretrained is None
         if pretrained is None:
             pretrained = str(default_model_dir())
-        register_architectures()  # model types transformers lacks (FoX's, the Landmark study's)
+        register_model_types()  # those transformers lacks: FoX's, the Landmark study's
         with loading_from_hub(pretrained):
             super().__init__(pretrained=pretrained, device=resolve_device(device), **other)
         adopt_launched_processes(self)  # split documents under `accelerate launch` where HFLM sees < 2 GPUs

@@ -85,9 +85,9 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
 def _load(tokenizer_source: str, config_source: str, trust_remote_code: bool):
     from transformers import AutoConfig, AutoTokenizer
 
-    from lm_eval_longmem.harness.registration import register_architectures
+    from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
-    register_architectures()  # FoX's and the Landmark study's model types
+    register_model_types()  # FoX's and the Landmark study's
 
     with loading_from_hub(tokenizer_source):
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, trust_remote_code=trust_remote_code)
