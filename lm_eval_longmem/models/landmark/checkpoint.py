@@ -46,7 +46,7 @@ def trained_layout(config, who: str) -> TrainedLayout:
         raise NoLandmarkTokenError(
             f"{who}: this checkpoint has no {LANDMARK_TOKEN} token ({LANDMARK_ID_KEY} is missing from its config): "
             "it was never trained with landmarks, and Landmark Attention cannot run an untrained model. Train one "
-            "with `lm-eval-longmem train --recipe landmark` (or tiny-landmark), or use a checkpoint in the study's "
+            "with `lm-eval-longmem train landmark` (or tiny-landmark), or use a checkpoint in the study's "
             f"format ({LANDMARK_ID_KEY}, {VISIBLE_PER_BLOCK_KEY} and {TRAIN_LENGTH_KEY} in config.json)."
         )
     vocab = getattr(config, "vocab_size", None)
