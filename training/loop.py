@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_folder
+from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
 from .approaches import get_approach
 from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
@@ -41,6 +42,7 @@ def train(recipe: Recipe, recipe_source: str = "") -> dict:
     from accelerate.utils import set_seed
 
     check_recipe(recipe)
+    register_model_types()  # a base model of a type transformers lacks (FoX's, the Landmark study's)
     check_files(recipe)
     output_dir = Path(recipe.output_dir)
     trackers = None if recipe.log_with in ("", "none") else recipe.log_with.split(",")

@@ -99,3 +99,20 @@ def test_masked_labels_leave_only_their_targets_in_the_loss(tiny_model_dir, land
     total = (early * (4 + landmarks) + late * (5 + landmarks)) - (loss(slice(None)) * landmarks if landmarks else 0)
     assert total == pytest.approx(loss(None) * (9 + landmarks), rel=1e-6)
     assert early != pytest.approx(late, rel=1e-3)
+
+
+def test_training_continues_from_the_studys_format(tiny_landmark_dir, corpus_file, tmp_path, monkeypatch):
+    """A base model of model type `llama_with_landmark` (the official code's) trains on, its own
+    landmark token kept, although nothing in this process registered the type beforehand."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from lm_eval_longmem.models.landmark.checkpoint import STUDY_MODEL_TYPE
+    from tests.helpers.landmark_checkpoint import study_copy
+
+    monkeypatch.delitem(CONFIG_MAPPING._extra_content, STUDY_MODEL_TYPE, raising=False)  # as in a fresh process
+    study = study_copy(tiny_landmark_dir, tmp_path / "study")
+    landmark_id = json.loads((study / "config.json").read_text())["mem_id"]
+    summary = run_recipe("tiny-landmark", study, corpus_file, tmp_path / "run", max_steps=1, **BLOCKS_OF_4)
+    config = json.loads((Path(summary["export"]) / "config.json").read_text())
+    assert config["model_type"] == STUDY_MODEL_TYPE and config["longmem_method"] == "landmark"
+    assert config["mem_id"] == landmark_id and config["vocab_size"] == landmark_id + 1  # no second token added
