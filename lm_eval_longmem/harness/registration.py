@@ -158,14 +158,9 @@ def register_all() -> None:
     register_run_names()
     register_quiet_git_probe()
     register_log_filters()
-    register_architectures()
-
-
-def register_architectures() -> None:
-    """Model types transformers lacks (FoX's, the Landmark study's) with its Auto classes (idempotent)."""
     from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
-    register_model_types()
+    register_model_types()  # FoX's and the Landmark study's, with transformers' Auto classes
 
 
 def is_registered() -> bool:

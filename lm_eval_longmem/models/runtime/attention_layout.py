@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.models.landmark.checkpoint import STUDY_MODEL_TYPE
 
 
 class UnsupportedArchitectureError(LongMemError, ValueError):
@@ -50,7 +51,7 @@ FAMILIES: dict[str, FamilyTraits] = {
 
 # Model types that are another family's architecture under their own name: the Landmark study's
 # checkpoints are Llamas (landmark/study_format.py).
-READ_AS_FAMILY: dict[str, str] = {"llama_with_landmark": "llama"}
+READ_AS_FAMILY: dict[str, str] = {STUDY_MODEL_TYPE: "llama"}
 
 
 @dataclass(frozen=True)
