@@ -148,12 +148,12 @@ def _reported(step, *args) -> list[dict]:
 
 def chosen_configs() -> dict[str, str]:
     """The autotuner's pick per kernel and key, from this process's launches."""
-    from lm_eval_longmem.kernels.forgetting_attention import triton_backward, triton_forward
+    from lm_eval_longmem.kernels.forgetting_attention import parallel
 
     kernels = {
-        "forward": triton_forward.biased_attention_forward_kernel,
-        "dq": triton_backward.biased_attention_dq_kernel,
-        "dkdv": triton_backward.biased_attention_dkdv_kernel,
+        "forward": parallel.biased_attention_forward_kernel,
+        "dq": parallel.biased_attention_dq_kernel,
+        "dkdv": parallel.biased_attention_dkdv_kernel,
     }
     return {f"{name} {key}": str(config) for name, kernel in kernels.items() for key, config in kernel.cache.items()}
 
@@ -214,10 +214,10 @@ def _config_label(config) -> str:
 def sweep_forward_configs(args, head_dim, dtype) -> list[dict]:
     """The forward timed with each candidate config forced alone (the autotune list's 16-bit
     prefill configs and SWEEP_EXTRA), at the first two lengths, against SDPA: what tuning can gain."""
-    from lm_eval_longmem.kernels.forgetting_attention import triton_forward
+    from lm_eval_longmem.kernels.forgetting_attention import parallel
     from lm_eval_longmem.kernels.forgetting_attention.block_configs import _config, configs_for
 
-    kernel = triton_forward.biased_attention_forward_kernel
+    kernel = parallel.biased_attention_forward_kernel
     tuned, tuned_cache = kernel.configs, dict(kernel.cache)
     candidates = {_config_label(c): c for c in configs_for(tuned, dtype, head_dim)}
     for choice in SWEEP_EXTRA:

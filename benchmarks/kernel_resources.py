@@ -6,7 +6,7 @@ the row), and which GPUs each fits.
 
 A GPU is rarely lent to this project, so what only a compile shows (a config that spills, one that
 needs more shared memory than a device has, a kernel that no longer compiles) is found here. The
-launch arguments are not written by hand: the real autograd wrapper (`triton_function.py`) runs on
+launch arguments are not written by hand: the real autograd wrapper (`forgetting_attention/parallel.py`) runs on
 CPU tensors with every kernel launch intercepted, so each compile is specialised exactly as a launch
 with such tensors would be (triton's own argument binder: dtypes, 16-byte alignment, constexprs).
 Then every autotune config of each captured launch is compiled with the ptxas inside the triton
@@ -124,8 +124,8 @@ def _intercepted(kernels: dict, call) -> list[tuple[str, object, tuple, dict]]:
 def _attention_launches(shape: Shape) -> list[tuple[str, object, tuple, dict]]:
     import torch
 
-    from lm_eval_longmem.kernels.forgetting_attention import triton_function as launcher
-    from lm_eval_longmem.kernels.forgetting_attention.visibility import key_window_bounds
+    from lm_eval_longmem.kernels.forgetting_attention import parallel as launcher
+    from lm_eval_longmem.kernels.forgetting_attention.common import key_window_bounds
 
     kernels = {
         "forward": launcher.biased_attention_forward_kernel,

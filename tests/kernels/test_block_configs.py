@@ -9,11 +9,11 @@ import torch
 pytest.importorskip("triton")
 
 from lm_eval_longmem.kernels.forgetting_attention import block_configs  # noqa: E402
-from lm_eval_longmem.kernels.forgetting_attention.triton_backward import (  # noqa: E402
+from lm_eval_longmem.kernels.forgetting_attention.parallel import (  # noqa: E402
     dkdv_shared_bytes,
     dq_shared_bytes,
+    forward_shared_bytes,
 )
-from lm_eval_longmem.kernels.forgetting_attention.triton_forward import forward_shared_bytes  # noqa: E402
 
 SM_86_SHARED, A100_SHARED, H100_SHARED = 101_376, 166_912, 232_448
 FORWARD_HALF = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3)]

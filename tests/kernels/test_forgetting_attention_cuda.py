@@ -141,7 +141,7 @@ def _with_backend(function, backend):
 def test_compiled_split_key_decoding_equals_the_reference(dtype):
     """One query and a 16-query chunk against 8k keys without gradients: the keys are split across
     programs (flash-decoding) and merged; the result is the reference's."""
-    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import key_splits
+    from lm_eval_longmem.kernels.forgetting_attention.decoding import key_splits
 
     for num_queries in (1, 16):
         case = Case("decode_split", batch=2, length=8192, q_heads=8, kv_heads=2, head_dim=128, num_queries=num_queries)

@@ -42,9 +42,9 @@ def _import_kernels_interpreted() -> bool:
 
     if not isinstance(tl.zeros, InterpretedFunction):
         return False
-    from lm_eval_longmem.kernels.forgetting_attention import triton_common, triton_function  # noqa: F401
+    from lm_eval_longmem.kernels.forgetting_attention import block_configs, parallel  # noqa: F401
 
-    return triton_common.INTERPRETED
+    return block_configs.INTERPRETED
 
 
 INTERPRETED = _import_kernels_interpreted()
@@ -153,9 +153,9 @@ SPLIT_CASES = [
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.name)
 def test_triton_split_key_decoding_equals_the_reference(case, splits, monkeypatch):
     """Keys split across programs (flash-decoding, inference only) and merged by log-sum-exp."""
-    from lm_eval_longmem.kernels.forgetting_attention import triton_function
+    from lm_eval_longmem.kernels.forgetting_attention import parallel
 
-    monkeypatch.setattr(triton_function, "key_splits", lambda *args: splits)
+    monkeypatch.setattr(parallel, "key_splits", lambda *args: splits)
     inputs = {name: t.detach() for name, t in make_inputs(case).items()}
     args = [inputs[n] for n in ("q", "k", "v", "q_bias", "k_bias")]
     with torch.no_grad():
@@ -169,8 +169,7 @@ def test_triton_split_key_decoding_equals_the_reference(case, splits, monkeypatc
 def test_merge_kernel_equals_the_pytorch_merge(splits):
     """The one-launch merge against the readable one, with splits that saw no key (lse +inf) and
     a row no split saw (output 0, lse +inf)."""
-    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import merge_split_outputs
-    from lm_eval_longmem.kernels.forgetting_attention.split_merge_kernel import merge_split_outputs_triton
+    from lm_eval_longmem.kernels.forgetting_attention.decoding import merge_split_outputs, merge_split_outputs_triton
 
     gen = torch.Generator().manual_seed(splits)
     batch, queries, heads, head_dim = 2, 3, 4, 16
@@ -187,7 +186,7 @@ def test_merge_kernel_equals_the_pytorch_merge(splits):
 
 
 def test_split_keys_only_for_a_few_queries_without_gradients():
-    from lm_eval_longmem.kernels.forgetting_attention.split_decoding import key_splits, split_length
+    from lm_eval_longmem.kernels.forgetting_attention.decoding import key_splits, split_length
 
     cpu = torch.device("cpu")
     assert key_splits(1, 65536, 2, cpu, needs_grad=False) > 1

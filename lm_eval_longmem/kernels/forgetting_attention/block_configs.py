@@ -1,14 +1,14 @@
 """Autotune candidates per input precision and head dim, pruned to the device's shared memory.
 
 Per precision: fp32 inputs multiply with IEEE FMA dots (never TF32), whose register tiles are twice
-the size of bf16's. Compiled ahead of time (benchmarks/kernel_resources.py, table in
-docs/kernels.md), every fp32 config sized like the 16-bit ones ran at 32 registers with 7-34 KB of
-local-memory stack; the fp32 candidates here compile with none or under 100 bytes (sm_90).
+the size of bf16's, so fp32 configs sized like the 16-bit ones spill to local memory; fp32 has
+its own smaller candidates (the compiled registers and spills, per config, are in
+docs/kernels.md, from benchmarks/kernel_resources.py).
 
 Pruned by shared memory: a config needing more than the device has fails when it loads, after it
-was compiled (the forward at D 128 in fp32, 128x64 with 3 stages, needs 225 KB: no A100 or
-sm_86/89 card has that). ``shared_memory_pruner`` keeps the configs whose estimate fits the
-device the launch is on, and always at least one, the smallest.
+was compiled (some fit an H100 and not an A100 or an sm_86/89 card). ``shared_memory_pruner``
+keeps the configs whose estimate fits the device the launch is on, and always at least one, the
+smallest.
 """
 
 from __future__ import annotations
@@ -19,13 +19,16 @@ from collections.abc import Callable
 import torch
 import triton
 
-from .triton_common import INTERPRETED
+from .common import triton_interpreter_enabled
 
 # (BLOCK_M, BLOCK_N, warps, stages) or (BLOCK_M, BLOCK_N, warps, stages, largest head dim it is for)
 Choice = tuple[int, ...]
 SharedBytes = Callable[[int, int, int, int, int], int]  # (block_m, block_n, head_dim, stages, elem size) -> bytes
 
 MAX_HEAD_DIM = 128
+
+# Read once, as Triton reads it when the kernels are defined.
+INTERPRETED = triton_interpreter_enabled()
 
 
 def block_configs(

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .delta_precision import keeps_fp32_output
-from .visibility import visible_keys
+from .common import keeps_fp32_output, visible_keys
 
 DEFAULT_QUERY_BLOCK = 256
 
@@ -145,6 +144,6 @@ class BlockedBiasedAttention(torch.autograd.Function):
 
 
 def blocked_biased_attention(q, k, v, q_bias, k_bias, scale, key_lo, block=None):
-    """Validated inputs in; ``[B, Tq, HQ, D]`` out. ``key_lo`` from ``visibility.key_window_bounds``;
+    """Validated inputs in; ``[B, Tq, HQ, D]`` out. ``key_lo`` from ``common.key_window_bounds``;
     ``block`` queries per step (default ``DEFAULT_QUERY_BLOCK``, read at call time)."""
     return BlockedBiasedAttention.apply(q, k, v, q_bias, k_bias, scale, key_lo, block or DEFAULT_QUERY_BLOCK)

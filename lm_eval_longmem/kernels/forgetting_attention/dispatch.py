@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import warnings
 
 import torch
 
 from .blocked import blocked_biased_attention
-from .checks import check_attention_args, default_scale, fp32
+from .common import check_attention_args, default_scale, fp32, key_window_bounds, triton_interpreter_enabled
 from .reference import reference_biased_attention
-from .visibility import key_window_bounds
 
 BACKENDS = ("auto", "triton", "blocked", "reference")
 TRITON_HEAD_DIMS = (16, 32, 64, 128)
@@ -24,10 +22,6 @@ def _warn_once(reason: str) -> None:
     if reason not in _warned_reasons:
         _warned_reasons.add(reason)
         warnings.warn(f"forgetting_attention: {reason}; using the blocked PyTorch path", stacklevel=3)
-
-
-def triton_interpreter_enabled() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
 
 
 def triton_available() -> bool:
@@ -96,7 +90,7 @@ def biased_attention(
     q_bias, k_bias = fp32(q_bias), fp32(k_bias)
     if chosen == "blocked":
         return blocked_biased_attention(q, k, v, q_bias, k_bias, scale, None if bounds is None else bounds[0])
-    from .triton_function import triton_biased_attention
+    from .parallel import triton_biased_attention
 
     return triton_biased_attention(q, k, v, q_bias, k_bias, scale, bounds)
 
@@ -129,9 +123,9 @@ def _cumsum_over_time(gates: torch.Tensor) -> torch.Tensor:
     """``gates.cumsum(dim=1)`` for ``[B, T, H]``, scanned along the innermost dimension.
 
     PyTorch's CUDA scan over an outer dimension gives each of the B x H columns one thread that
-    walks all T steps: on an H100, [1, 4096, 16] took 0.89 ms and [1, 16384, 16] 5.7 ms, 5.4x and
-    3.3x the attention kernel it feeds (and its backward, a reversed scan, is the same). Along
-    the last dimension the scan is parallel.
+    walks all T steps, slower than the attention kernel it feeds (docs/benchmarks.md has the
+    profile), and its backward, a reversed scan, is the same. Along the last dimension the scan
+    is parallel.
     """
     return gates.transpose(1, 2).contiguous().cumsum(dim=-1).transpose(1, 2).contiguous()
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_attention_args, default_scale, fp32
-from .visibility import key_window_bounds, visible_keys
+from .common import check_attention_args, default_scale, fp32, key_window_bounds, visible_keys
 
 
 def reference_biased_attention(
