@@ -62,9 +62,11 @@ def install() -> None:
             logger.addFilter(_DropKnownHarmless(prefix))
 
 
-def quiet_git_probe(module) -> None:
+def install_quiet_git_probe(module=None) -> None:
     """Replace lm-eval's `get_git_commit_hash` in `module` (lm_eval.loggers.utils, and the
     evaluator where it already holds the name) by the same probe with git's stderr discarded."""
+    if module is None:
+        import lm_eval.loggers.utils as module
     original = getattr(module, "get_git_commit_hash", None)
     if original is None or getattr(original, "__lm_eval_longmem__", False) or debugging():
         return

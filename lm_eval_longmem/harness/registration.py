@@ -1,8 +1,8 @@
-"""Registration of `longmem` and our task folder with lm-eval 0.4.13.
+"""`longmem`, our task folder and our results-folder names in lm-eval 0.4.13: three rows of the
+table of lm-eval patches (lm_eval_patches.py), and `register_all()`, the Python API's install.
 
-Used by the start-up hook (for the `lm_eval` CLI), the `lm-eval-longmem` console script
-and `lm_eval_longmem.register()` (Python API). Every function is idempotent, and each
-stands down when lm-eval already knows our parts through its own plugin discovery.
+Every install is idempotent, and stands down when lm-eval already knows our parts through its
+own plugin discovery.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def lm_eval_loads_entry_points(module) -> bool:
     return "entry_points" in source and any(group in source for group in ENTRY_POINT_GROUPS)
 
 
-def register_model() -> bool:
+def install_model() -> bool:
     """Register `longmem` lazily, after lm-eval's built-in models. Returns True if added."""
     import lm_eval.api.registry as registry_module
     import lm_eval.models  # noqa: F401  (fills the registry with the built-ins first)
@@ -68,7 +68,7 @@ def _with_our_tasks(include_path):
     return [ours, *paths]
 
 
-def register_tasks(manager_module=None) -> bool:
+def install_task_folder(manager_module=None) -> bool:
     """Make every TaskManager (CLI run, `ls`, `validate`, Python API) see our task folder."""
     if manager_module is None:
         import lm_eval.tasks.manager as manager_module
@@ -92,7 +92,7 @@ def register_tasks(manager_module=None) -> bool:
     return True
 
 
-def register_run_names(tracker_module=None) -> bool:
+def install_run_names(tracker_module=None) -> bool:
     """Name the results folder of `--model longmem` runs after model and method (run_name.py).
 
     lm-eval names it in `GeneralConfigTracker.log_experiment_args` from `pretrained=` or a
@@ -127,37 +127,12 @@ def register_run_names(tracker_module=None) -> bool:
     return True
 
 
-def register_task_index_cache() -> bool:
-    """lm-eval's built-in task YAMLs parsed once per install, not on every start (task_index_cache.py)."""
-    from lm_eval_longmem.harness.task_index_cache import install
-
-    return install()
-
-
-def register_quiet_git_probe(utils_module=None) -> None:
-    """lm-eval's commit probe without git's "fatal: not a git repository" (quiet.py); also
-    replaced in the evaluator if it has already bound the name."""
-    from lm_eval_longmem.harness import quiet
-
-    if utils_module is None:
-        import lm_eval.loggers.utils as utils_module
-    quiet.quiet_git_probe(utils_module)
-
-
-def register_log_filters() -> None:
-    """The Python API drops the same known-harmless messages as the CLI (quiet.py)."""
-    from lm_eval_longmem.harness import quiet
-
-    quiet.install()
-
-
 def register_all() -> None:
-    register_model()
-    register_tasks()
-    register_task_index_cache()
-    register_run_names()
-    register_quiet_git_probe()
-    register_log_filters()
+    """What the Python API needs: every lm-eval patch the command line alone does not, and the
+    model types transformers lacks."""
+    from lm_eval_longmem.harness.lm_eval_patches import install, python_api_rows
+
+    install(python_api_rows())
     from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
     register_model_types()  # FoX's and the Landmark study's, with transformers' Auto classes

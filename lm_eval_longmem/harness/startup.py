@@ -3,15 +3,12 @@
 It runs from `lm_eval_longmem_autoload.pth` (or the PEP 829 `.start` file on Python >=
 3.15) in *every* Python process of the environment, so it imports nothing but `os` and
 `sys` and returns at once unless the process is the lm-eval CLI. There it installs an
-import watcher that registers our model right after `lm_eval.models` has registered the
-built-in ones (registering earlier would hide them: lm-eval only imports its model table
-when the registry is empty), wraps `TaskManager` once `lm_eval.tasks.manager` loads (our task
-folder added; lm-eval's own task YAMLs served from a parse cache, task_index_cache.py), and
-names `--model longmem` results folders after model and method once lm-eval's evaluation
-tracker loads (run_name.py), and puts the start-up checks (preflight.py: malformed options,
-uncached model or missing datasets offline), one-line answers to a misspelled task or a
-malformed option string (cli_mistakes.py) and the known-harmless-message filters (quiet.py)
-in front of `lm_eval run`.
+import watcher that installs each row of the table of lm-eval patches (lm_eval_patches.py) right
+after lm-eval has executed the module the row waits for: `longmem` registered after lm-eval's
+built-in models (registering earlier would hide them: lm-eval only imports its model table when
+the registry is empty), our task folder in every `TaskManager`, lm-eval's own task YAMLs served
+from a parse cache, results folders named after model and method, the start-up checks, one-line
+answers to common command-line mistakes and the known-harmless-message filters.
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
 """
@@ -21,14 +18,6 @@ import sys
 
 OPT_OUT_ENV = "LM_EVAL_LONGMEM_AUTOLOAD"
 _CLI_NAMES = ("lm_eval", "lm-eval")
-_WATCHED = (
-    "lm_eval.models",
-    "lm_eval.tasks.manager",
-    "lm_eval.loggers.evaluation_tracker",
-    "lm_eval._cli.run",
-    "lm_eval.config.evaluate_config",
-    "lm_eval.loggers.utils",
-)
 
 
 def is_lm_eval_cli(argv) -> bool:
@@ -83,66 +72,6 @@ class _AfterImport:
         return spec
 
 
-def _on_models_loaded(_module):
-    from lm_eval_longmem.harness.registration import register_model
-
-    register_model()
-
-
-def _on_task_manager_loaded(module):
-    from lm_eval_longmem.harness.registration import register_task_index_cache, register_tasks
-
-    register_tasks(module)
-    register_task_index_cache()
-
-
-def _on_tracker_loaded(module):
-    from lm_eval_longmem.harness.registration import register_run_names
-
-    register_run_names(module)
-
-
-def _on_loggers_utils_loaded(module):
-    """Before lm-eval's evaluator binds `get_git_commit_hash` (quiet.py)."""
-    from lm_eval_longmem.harness.registration import register_quiet_git_probe
-
-    register_quiet_git_probe(module)
-
-
-def _on_cli_run_loaded(module):
-    """Offline checks (uncached model, missing datasets) before lm-eval loads anything heavy,
-    a malformed option string as one line (cli_mistakes.py), and the known-harmless library
-    messages of our tasks silenced (quiet.py)."""
-    from lm_eval_longmem.harness import cli_mistakes, quiet
-    from lm_eval_longmem.harness.preflight import install
-
-    install(module)
-    cli_mistakes.install_option_parsing()
-    quiet.install()
-
-
-def _on_evaluate_config_loaded(module):
-    """An unknown task name answered with the closest known ones (cli_mistakes.py)."""
-    from lm_eval_longmem.harness.cli_mistakes import install_task_suggestions
-
-    install_task_suggestions(module)
-
-
-_CALLBACKS = dict(
-    zip(
-        _WATCHED,
-        (
-            _on_models_loaded,
-            _on_task_manager_loaded,
-            _on_tracker_loaded,
-            _on_cli_run_loaded,
-            _on_evaluate_config_loaded,
-            _on_loggers_utils_loaded,
-        ),
-    )
-)
-
-
 def activate(argv=None) -> bool:
     """Install the import watcher when this process is the lm-eval CLI. Idempotent."""
     if opted_out():
@@ -161,11 +90,14 @@ def watch_lm_eval() -> None:
     load). Also used by `lm-eval-longmem`'s pass-through, which works even with the hook off."""
     if any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return
+    from lm_eval_longmem.harness import lm_eval_patches
+
     callbacks = {}
-    for name, callback in _CALLBACKS.items():
+    for name in lm_eval_patches.trigger_modules():
+        rows = lm_eval_patches.triggered_by(name)
         if name in sys.modules:
-            callback(sys.modules[name])
+            lm_eval_patches.install(rows)
         else:
-            callbacks[name] = callback
+            callbacks[name] = lambda _module, rows=rows: lm_eval_patches.install(rows)
     if callbacks:
         sys.meta_path.insert(0, _AfterImport(callbacks))

@@ -1,5 +1,5 @@
 """Outside a git checkout, lm-eval's commit probe let git print "fatal: not a git repository" on
-every run; quiet.quiet_git_probe runs the same probe with git's stderr discarded."""
+every run; quiet.install_quiet_git_probe runs the same probe with git's stderr discarded."""
 
 import subprocess
 import types
@@ -21,10 +21,10 @@ def test_outside_a_checkout_nothing_is_printed_and_no_hash_recorded(tmp_path, mo
     module = fake_loggers_utils()
     module.get_git_commit_hash()
     assert "not a git repository" in capfd.readouterr().err  # lm-eval's own probe: git's message
-    quiet.quiet_git_probe(module)
+    quiet.install_quiet_git_probe(module)
     assert module.get_git_commit_hash() is None
     assert capfd.readouterr().err == ""
-    quiet.quiet_git_probe(module)  # idempotent
+    quiet.install_quiet_git_probe(module)  # idempotent
     assert module.get_git_commit_hash.__lm_eval_longmem__
 
 
@@ -50,7 +50,7 @@ def test_inside_a_checkout_the_same_hash_as_lm_eval_records(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     module = fake_loggers_utils()
     expected = module.get_git_commit_hash()
-    quiet.quiet_git_probe(module)
+    quiet.install_quiet_git_probe(module)
     assert module.get_git_commit_hash() == expected and len(expected) >= 7
 
 

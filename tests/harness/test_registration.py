@@ -91,7 +91,7 @@ def test_stands_down_when_lm_eval_discovers_plugins_itself():
     source = "from importlib.metadata import entry_points\nPLUGINS = entry_points(group='lm_eval.tasks')\n"
     assert registration.lm_eval_loads_entry_points(_module_from_source(source))
     assert not registration.lm_eval_loads_entry_points(_module_from_source("x = 1\n"))
-    assert registration.register_tasks(_module_from_source(source)) is False
+    assert registration.install_task_folder(_module_from_source(source)) is False
 
 
 _MODULE_NUMBERS = itertools.count(1)

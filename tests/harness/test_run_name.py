@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from lm_eval_longmem.harness.registration import register_run_names
+from lm_eval_longmem.harness.registration import install_run_names
 from lm_eval_longmem.harness.run_name import run_folder_name
 from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError
 from lm_eval_longmem.models.method_registry import UnknownMethodError
@@ -70,8 +70,8 @@ def test_bad_methods_raise_the_wrappers_own_errors():
 def test_the_hook_renames_longmem_runs_only():
     from lm_eval.loggers.evaluation_tracker import EvaluationTracker
 
-    register_run_names()
-    register_run_names()  # idempotent
+    install_run_names()
+    install_run_names()  # idempotent
     tracker = EvaluationTracker(output_path="out").general_config_tracker
     tracker.log_experiment_args("longmem", "method=yarn,factor=8", None, None, False)
     assert tracker.model_name == tracker.model_name_sanitized == "SmolLM2-135M-Instruct__yarn__factor-8"
