@@ -185,8 +185,8 @@ class LongMemLM(HFLM):
     def _time_scoring(self, length: int, scored_fraction: float = 0.0) -> float:
         """Seconds to score one input of `length` tokens (random ids) through this method, with the
         run's share of positions scored: the output head over the scored positions is part of the
-        cost (the forgetting curve scores half of every input; with one scored token the estimate
-        came out 40% low on a small model with SmolLM2's vocabulary)."""
+        cost (the forgetting curve scores half of every input), a large part on a small model with a
+        large vocabulary (docs/benchmarks.md)."""
         import time
 
         ids = torch.randint(0, self.config.vocab_size, (1, length), generator=torch.Generator().manual_seed(0))

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lm_eval_longmem.errors import UsageError
+from lm_eval_longmem.models.checkpoint.model_type_names import STUDY_MODEL_TYPE
 
 LANDMARK_TOKEN = "<landmark>"
-STUDY_MODEL_TYPE = "llama_with_landmark"  # the official LlamaLandmarkConfig's (study_format.py registers it)
 LANDMARK_ID_KEY = "mem_id"
 VISIBLE_PER_BLOCK_KEY = "mem_freq"
 TRAIN_LENGTH_KEY = "train_context_length"

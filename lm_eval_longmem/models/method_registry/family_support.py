@@ -1,5 +1,5 @@
 """Which decoder families each method runs on, and why not where it does not: the method x family
-table of `lm-eval-longmem methods NAME` and docs/methods/README.md. tests/methods/test_family_matrix.py
+table of `lm-eval-longmem methods NAME` and docs/model.md. tests/methods/test_family_matrix.py
 checks it against what every method does on a tiny model of each family (it runs, or it refuses in
 one line naming a method that works), so the table cannot drift from the code.
 

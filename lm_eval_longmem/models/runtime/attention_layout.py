@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lm_eval_longmem.errors import LongMemError
-from lm_eval_longmem.models.landmark.checkpoint import STUDY_MODEL_TYPE
+from lm_eval_longmem.models.checkpoint.model_type_names import STUDY_MODEL_TYPE
 
 
 class UnsupportedArchitectureError(LongMemError, ValueError):
