@@ -27,6 +27,10 @@ def plot_by_length(report: ByLengthReport, output: str | Path, title: str | None
     check_output(output)
     plt = pyplot()
     tables = list(report.tables().items())
+    if not tables:
+        from lm_eval_longmem.errors import ResultsFileError
+
+        raise ResultsFileError("Nothing to plot: no task of these runs logs a numeric per-sample metric.")
     shown, left_out = tables[:MAX_PANELS], max(0, len(tables) - MAX_PANELS)
     columns = min(COLUMNS, max(1, len(shown)))
     rows = math.ceil(len(shown) / columns)

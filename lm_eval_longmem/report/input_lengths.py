@@ -59,15 +59,15 @@ def load_tokenizer(source: str):
         location = str(default_model_dir())
     try:
         with offline_context():
-            return AutoTokenizer.from_pretrained(
-                str(Path(location).expanduser()) if location.startswith("~") else location
-            )
+            tokenizer = AutoTokenizer.from_pretrained(str(Path(location).expanduser()))
     except Exception as err:  # noqa: BLE001 - any failure to load is the same mistake for the user
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UnknownTokenizerError(
             f"cannot load the tokenizer {source!r} ({reason[:160]}): pass --tokenizer with a local folder, "
             f"a Hub id in the local cache, or '{DEFAULT_TOKENIZER}' (the embedded default model's)."
         ) from None
+    tokenizer.model_max_length = 2**62  # lengths are only counted here: no "longer than the model" warning
+    return tokenizer
 
 
 class LengthCounter:

@@ -208,3 +208,11 @@ def test_top_level_help_lists_by_length(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["by-length", "--help"])
     assert stopped.value.code == 0 and "usage: lm-eval-longmem by-length" in capsys.readouterr().out
+
+
+def test_nothing_numeric_to_plot_is_said_not_drawn(tmp_path, tiny_model_dir):
+    from lm_eval_longmem.errors import ResultsFileError
+
+    out = write_run(tmp_path / "run", tiny_model_dir, {"t": ("generate_until", [(5, {"bleu": [1, 2]})])})
+    with pytest.raises(ResultsFileError, match="Nothing to plot"):
+        main(["by-length", str(out), "--plot", str(tmp_path / "p.png")])
