@@ -135,3 +135,14 @@ def test_generation_skip_and_middle(tiny_model_dir, refusing):
 def test_the_cache_fingerprint_records_a_policy_that_changes_scores(tiny_model_dir, refusing):
     assert "overlength" not in score_fingerprint(refusing)  # the default keeps existing databases' names
     assert score_fingerprint(model(tiny_model_dir, "middle"))["overlength"] == "middle"
+
+
+def test_start_up_check_refuses_an_unknown_policy_before_anything_loads():
+    import argparse
+
+    from lm_eval_longmem.harness import preflight
+
+    args = argparse.Namespace(model="longmem", model_args={"overlength": "trim"}, tasks=None, metadata=None)
+    with pytest.raises(UnknownOverlengthPolicyError, match=r"valid: refuse, skip, middle, left"):
+        preflight.check(args)
+    preflight.check(argparse.Namespace(model="longmem", model_args={"overlength": "skip"}, tasks=None, metadata=None))
