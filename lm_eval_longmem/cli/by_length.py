@@ -34,6 +34,7 @@ def main(argv: list[str]) -> int:
     spacing = parser.add_mutually_exclusive_group()
     spacing.add_argument("--bins", metavar="EDGES", help="bin edges in tokens, increasing: 0,4k,8k,32k")
     spacing.add_argument("--quantiles", metavar="N", type=int, help="N bins of about equal sample counts")
+    parser.add_argument("--metrics", metavar="NAMES", help="only these metrics, e.g. acc,exact_match (default: all)")
     parser.add_argument("--tokenizer", help="count tokens with this tokenizer (folder, Hub id, or 'default')")
     parser.add_argument(
         "--min-samples", type=int, default=DEFAULT_FLOOR, help="a bin's floor for a mean (default %(default)s)"
@@ -87,7 +88,9 @@ def main(argv: list[str]) -> int:
         lengths.append({task: [counter.sample_length(s) for s in samples] for task, samples in run.samples.items()})
     settings = BootstrapSettings(args.level, args.resamples, args.seed)
     report = build_report(runs, lengths, make_bins, args.min_samples, settings)
-    report.tokenizers = dict(zip(report.runs, sources))
+    report.tokenizers = dict(zip(report.runs, map(describe_tokenizer, sources)))
+    if args.metrics:
+        report = only_metrics(report, args.metrics)
     print(by_length_render.to_markdown(report), end="")
     for path, render in ((args.csv, by_length_render.to_csv), (args.json, by_length_render.to_json)):
         if path:
@@ -98,6 +101,41 @@ def main(argv: list[str]) -> int:
 
         written, left_out = plot_by_length(report, args.plot, args.title)
         print(
-            f"wrote {written}" + (f" ({left_out} more task/metric panels left out; see the tables)" if left_out else "")
+            f"wrote {written}"
+            + (
+                f" ({left_out} task/metric tables not drawn: under two bins with a mean, or past 12)"
+                if left_out
+                else ""
+            )
         )
     return 0
+
+
+def only_metrics(report, names: str):
+    """The report restricted to metrics named in `names` ("acc,exact_match": names before lm-eval's
+    ",filter"); a name no task logs is a one-line mistake listing the metrics there are."""
+    import dataclasses
+
+    from lm_eval_longmem.errors import UsageError
+
+    wanted = {name.strip() for name in names.split(",") if name.strip()}
+    present = {cell.metric.split(",")[0] for cell in report.cells}
+    unknown = sorted(wanted - present)
+    if unknown:
+        raise UsageError(
+            f"--metrics: no task logs {', '.join(unknown)}; metrics there are: {', '.join(sorted(present)) or '(none)'}"
+        )
+    return dataclasses.replace(
+        report,
+        cells=[c for c in report.cells if c.metric.split(",")[0] in wanted],
+        non_numeric=[n for n in report.non_numeric if n.metric.split(",")[0] in wanted],
+    )
+
+
+def describe_tokenizer(source: str) -> str:
+    from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME
+    from lm_eval_longmem.report.input_lengths import DEFAULT_TOKENIZER
+
+    if source == DEFAULT_TOKENIZER:
+        return f"the tokenizer of {DEFAULT_MODEL_NAME} (the embedded default model)"
+    return f"the tokenizer {source}"

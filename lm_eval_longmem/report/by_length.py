@@ -48,7 +48,7 @@ class ByLengthReport:
     non_numeric: list[NonNumeric] = field(default_factory=list)
     without_metric: list[tuple[str, str]] = field(default_factory=list)  # (run, task) with no numeric metric
     below_bins: dict[tuple[str, str], int] = field(default_factory=dict)  # (run, task) -> samples under the first edge
-    tokenizers: dict[str, str] = field(default_factory=dict)  # run -> the tokenizer its lengths were counted with
+    tokenizers: dict[str, str] = field(default_factory=dict)  # run -> "the tokenizer X": what counted its lengths
     floor: int = DEFAULT_FLOOR
     settings: BootstrapSettings = DEFAULT_SETTINGS
 

@@ -53,7 +53,7 @@ def _notes(report: ByLengthReport) -> list[str]:
     for (run, task), count in report.below_bins.items():
         notes.append(f"- {run}: {task}: {count} sample(s) shorter than the first bin edge, left out")
     for run, tokenizer in report.tokenizers.items():
-        notes.append(f"- {run}: lengths counted with the tokenizer {tokenizer}")
+        notes.append(f"- {run}: lengths counted with {tokenizer}")
     return ["Notes:", "", *notes, ""] if notes else []
 
 

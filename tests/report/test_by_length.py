@@ -216,3 +216,22 @@ def test_nothing_numeric_to_plot_is_said_not_drawn(tmp_path, tiny_model_dir):
     out = write_run(tmp_path / "run", tiny_model_dir, {"t": ("generate_until", [(5, {"bleu": [1, 2]})])})
     with pytest.raises(ResultsFileError, match="Nothing to plot"):
         main(["by-length", str(out), "--plot", str(tmp_path / "p.png")])
+
+
+def test_metrics_option_keeps_the_named_ones_and_refuses_an_unknown_one(tmp_path, tiny_model_dir, capsys):
+    rows = [(words, {"acc": 1, "f1": 0.5}) for words in (5, 6, 20, 21)]
+    out = write_run(tmp_path / "run", tiny_model_dir, {"t": ("generate_until", rows)})
+    assert main(["by-length", str(out), "--metrics", "f1", "--min-samples", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "### t · f1,none" in printed and "acc" not in printed
+    with pytest.raises(SystemExit) as exit_info:
+        main(["by-length", str(out), "--metrics", "f2"])
+    assert exit_info.value.code == 2
+    assert "--metrics: no task logs f2; metrics there are: acc, f1" in capsys.readouterr().err
+
+
+def test_the_plot_draws_only_what_has_a_line(tmp_path, tiny_model_dir, capsys):
+    rows = [(words, {"acc": 1}) for words in (5, 6, 20, 21)] + [(words, {"rare": 1}) for words in (5, 6)]
+    out = write_run(tmp_path / "run", tiny_model_dir, {"t": ("generate_until", rows)})
+    assert main(["by-length", str(out), "--min-samples", "2", "--plot", str(tmp_path / "p.png")]) == 0
+    assert "(1 task/metric tables not drawn" in capsys.readouterr().out  # `rare` has one bin with a mean
