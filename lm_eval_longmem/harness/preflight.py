@@ -4,7 +4,8 @@ retries):
 
 * `--model longmem --model_args pretrained=<hub id>` whose model is not in the Hugging Face
   cache while the Hub is unreachable;
-* an unknown `method=` or a bad argument of the method (listing the valid ones);
+* an unknown `method=` or a bad argument of the method (listing the valid ones), or an
+  unknown `overlength=` policy;
 * `--tasks` of ours (or the `longmem` group) whose datasets are missing: every missing one is
   listed at once, with the one command that fetches them all;
 * lm-eval's own options with values its parser accepts but its run cannot use (`--limit nan`,
@@ -67,6 +68,9 @@ def check(args) -> None:
     model_args = arguments_dict(getattr(args, "model_args", None))
     ours = getattr(args, "model", None) == MODEL_NAME
     if ours:
+        from lm_eval_longmem.models.runtime.overlength import parse_policy
+
+        parse_policy(model_args.get("overlength"))  # an unknown policy: one line before anything loads
         check_model_source(model_args.get("pretrained"))
         if getattr(args, "device", AUTO_DEVICE) is None:  # not typed: lm-eval would fill in cuda:0
             args.device = AUTO_DEVICE

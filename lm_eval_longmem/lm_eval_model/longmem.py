@@ -8,11 +8,13 @@ keeps logits only for scored positions and refuses (rather than silently truncat
 longer than the model takes. Generation goes through a `TokenGenerator` (the method's, or
 `PrefixReuseGenerator`, which reuses the KV cache of prompt prefixes shared between
 requests); it refuses over-long prompts too, where HFLM would cut them from the left.
+`overlength=skip|middle|left` replaces both refusals (models/runtime/overlength.py).
 Everything else is HFLM's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 
@@ -25,6 +27,7 @@ from lm_eval_longmem.common.hub import loading_from_hub, offline_context
 from lm_eval_longmem.errors import LongMemError, UsageError
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
+from lm_eval_longmem.lm_eval_model.overlength import SKIPPED_DOCUMENTS, OverlengthLedger, install_document_skipping
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.models.checkpoint.model_types import register_model_types
@@ -41,6 +44,7 @@ from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
+from lm_eval_longmem.models.runtime.overlength import SkippedScore, SkippedText, cut, parse_policy
 from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.runtime.requests import token_ids_of
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
@@ -107,10 +111,16 @@ class LongMemLM(HFLM):
         method: str | None = None,
         device: str | None = None,
         reuse_prefix: bool | str = True,
+        overlength: str | None = None,
         **kwargs,
     ):
         request_cache.install()  # before lm-eval can wrap us: --use_cache keeps our scores apart per fingerprint
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
+        self.overlength = parse_policy(overlength)  # models/runtime/overlength.py
+        self.overlength_ledger = OverlengthLedger()
+        if self.overlength == "skip":
+            install_document_skipping()
+            SKIPPED_DOCUMENTS.clear()  # counted afresh for this model's results
         resolved = resolve_method({"pretrained": pretrained, "method": method, **kwargs})
         self.longmem_method, other = resolved.build(), dict(resolved.other_args)
         self._config_overrides = config_overrides(other)
@@ -166,10 +176,14 @@ class LongMemLM(HFLM):
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         """lm-eval's entry for scoring: the whole planned run, so its plan is announced once."""
         self._plan_tasks = tuple(sorted({r.task_name for r in requests if r.task_name}))
+        # HFLM hands _loglikelihood_tokens each request's (context, continuation) objects: their
+        # ids say which document a request belongs to (overlength= acts per document)
+        self._request_docs = {(id(r.args[0]), id(r.args[1])): (r.task_name, r.doc_id) for r in requests}
         try:
             return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
         finally:
             self._plan_tasks = None
+            self._request_docs = {}
 
     def _announce_plan(self, kind: str, lengths: list[int], scored_fraction: float = 0.0) -> None:
         """The run's size (and, when big, its estimated time), once per lm-eval request batch.
@@ -196,6 +210,48 @@ class LongMemLM(HFLM):
         return time.perf_counter() - started
 
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
+        """Scores; an over-length request is handled by `overlength=` first (refused by _check_fits)."""
+        if self.overlength == "refuse":
+            return self._score_requests(requests, disable_tqdm, override_bs)
+        if self.overlength != "skip":
+            return self._score_requests([self._cut_to_fit(r) for r in requests], disable_tqdm, override_bs)
+        skipped = self._skipped_documents(requests)
+        kept = [r for r, doc in zip(requests, self._documents_of(requests)) if doc not in skipped]
+        scores = iter(self._score_requests(kept, disable_tqdm, override_bs) if kept else [])
+        return [SkippedScore(skipped[doc]) if doc in skipped else next(scores) for doc in self._documents_of(requests)]
+
+    def _documents_of(self, requests) -> list:
+        """Each request's (task, doc_id); a request lm-eval did not hand to loglikelihood() is its own."""
+        docs = getattr(self, "_request_docs", None) or {}
+        return [
+            docs.get((id(s[0]), id(s[1])), ("", ("request", index))) if s is not None else ("", ("request", index))
+            for index, (s, _, _) in enumerate(requests)
+        ]
+
+    def _skipped_documents(self, requests) -> dict:
+        """(task, doc_id) -> the longest input length, for each document with an over-length request
+        (all its requests are skipped: a multiple-choice document is scored whole or not at all)."""
+        skipped: dict = {}
+        for (request_str, context, continuation), doc in zip(requests, self._documents_of(requests)):
+            length = len(context) + len(continuation) - 1
+            if length > self.max_length and not _is_probe(request_str):
+                skipped[doc] = max(length, skipped.get(doc, 0))
+        return skipped
+
+    def _cut_to_fit(self, request):
+        """`request` with its context cut by `overlength=` (middle or left) to fit the model."""
+        request_str, context, continuation = request
+        length = len(context) + len(continuation) - 1
+        if length <= self.max_length or _is_probe(request_str):
+            return request
+        keep = self.max_length + 1 - len(continuation)
+        if keep < 1:  # the continuation alone is too long: nothing to cut
+            self._check_fits(length, request_str)
+        task = self._documents_of([request])[0][0]
+        self.overlength_ledger.record_cut(task, length, len(context) - keep)
+        return request_str, cut(context, keep, self.overlength), continuation
+
+    def _score_requests(self, requests, disable_tqdm: bool = False, override_bs=None):
         probes = [_is_probe(request_str) for request_str, _, _ in requests]
         for (request_str, context_ids, continuation_ids), probe in zip(requests, probes):
             self._check_fits(len(context_ids) + len(continuation_ids) - 1, request_str, probe)
@@ -261,7 +317,8 @@ class LongMemLM(HFLM):
 
     # --- generation ---------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        """Greedy (or sampled) continuations, one request at a time, never truncating prompts.
+        """Greedy (or sampled) continuations, one request at a time, never truncating prompts
+        unless `overlength=` says to.
 
         Requests run in the order of their token ids, so prompts that share a prefix (the
         demonstrations of a many-shot prompt, the document before several questions) meet
@@ -269,7 +326,21 @@ class LongMemLM(HFLM):
         back in request order. `batch_size` does not apply: each prompt runs alone.
         """
         eos_text = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
-        plans = [self._generation_plan(request, eos_text) for request in requests]
+        planned = [self._generation_plan(request, eos_text) for request in requests]
+        plans = [self._fit_generation(request, plan) for request, plan in zip(requests, planned)]
+        # overlength=skip: a document with an over-length request goes whole
+        skipped = {_document_of(r) for r, plan in zip(requests, plans) if plan is None}
+        kept = [i for i, request in enumerate(requests) if _document_of(request) not in skipped]
+        texts = iter(self._generate([requests[i] for i in kept], [plans[i] for i in kept], disable_tqdm))
+        kept_set = set(kept)
+        return [
+            next(texts) if i in kept_set else SkippedText(len(generation.prompt_ids) + generation.max_new_tokens)
+            for i, (generation, _) in enumerate(planned)
+        ]
+
+    def _generate(self, requests, plans, disable_tqdm: bool) -> list[str]:
+        if not requests:
+            return []
         for request, plan in zip(requests, plans):
             self._check_fits_generation(request, plan)
         self._plan_tasks = tuple(sorted({r.task_name for r in requests if getattr(r, "task_name", None)}))
@@ -338,6 +409,21 @@ class LongMemLM(HFLM):
             ids.update(int(t) for t in (configured if isinstance(configured, (list, tuple)) else [configured]))
         return ids
 
+    def _fit_generation(self, request, plan):
+        """The plan with its prompt cut by `overlength=` (middle, left) to fit, None to skip it
+        (skip), or unchanged (refuse: `_check_fits_generation` refuses it)."""
+        generation, until = plan
+        total = len(generation.prompt_ids) + generation.max_new_tokens
+        keep = self.max_length - generation.max_new_tokens
+        if total <= self.max_length or self.overlength == "refuse" or keep < 1 or generation.max_new_tokens < 1:
+            return plan
+        if self.overlength == "skip":
+            return None
+        task = getattr(request, "task_name", None) or ""
+        self.overlength_ledger.record_cut(task, len(generation.prompt_ids), len(generation.prompt_ids) - keep)
+        prompt = tuple(cut(generation.prompt_ids, keep, self.overlength))
+        return dataclasses.replace(generation, prompt_ids=prompt), until
+
     def _postprocess(self, new_tokens: list[int], until: list[str]) -> str:
         if isinstance(self.think_end_token, int) and self.think_end_token in new_tokens:
             last = len(new_tokens) - 1 - new_tokens[::-1].index(self.think_end_token)
@@ -357,7 +443,8 @@ class LongMemLM(HFLM):
                 f"method={self.longmem_method.name}. lm-eval's hf model would silently cut the prompt from the "
                 "left, which breaks memory tests, so longmem refuses. Shorten the task's inputs (its lengths or "
                 "shot counts), lower max_gen_toks (--gen_kwargs), pick a context-extension method, or pass "
-                "max_length=N in --model_args to allow longer inputs."
+                "max_length=N in --model_args to allow longer inputs (or overlength=skip|middle|left to skip or "
+                "cut them)."
             )
 
     def _check_fits(self, num_tokens: int, request_str, probe: bool = False) -> None:
@@ -377,7 +464,8 @@ class LongMemLM(HFLM):
                 f"An input of {num_tokens} tokens is longer than the {self.max_length} tokens this model "
                 f"takes with method={self.longmem_method.name}{where}. lm-eval would silently cut it from "
                 "the left, which breaks memory tests, so longmem refuses. Shorten the task's lengths, pick a "
-                "context-extension method, or pass max_length=N in --model_args to allow longer inputs."
+                "context-extension method, or pass max_length=N in --model_args to allow longer inputs (or "
+                "overlength=skip|middle|left to skip or cut them)."
             )
 
     # --- chat templates -----------------------------------------------------------------
@@ -419,6 +507,7 @@ class LongMemLM(HFLM):
                 # what generation did, not only what was asked: methods whose cache depends on the
                 # whole prompt re-encode every prompt whatever reuse_prefix says
                 "longmem_reuse_prefix": self.reuse_prefix and self.longmem_method.prefix_cache_reusable,
+                "longmem_overlength": self.overlength_ledger.as_dict(self.overlength, self.max_length),
             }
         )
         run_record = self.longmem_method.run_record()
@@ -432,6 +521,10 @@ class LongMemLM(HFLM):
 def _is_probe(request_str) -> bool:
     """A request whose context is a `LengthProbe` (lm-eval's request_str is (context, continuation))."""
     return request_str is not None and is_length_probe(request_str[0])
+
+
+def _document_of(request) -> tuple:
+    return (getattr(request, "task_name", None), getattr(request, "doc_id", id(request)))
 
 
 def _cut_at_stop_token(tokens: list[int], stop_ids) -> list[int]:

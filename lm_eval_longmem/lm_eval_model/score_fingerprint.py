@@ -4,9 +4,10 @@ lm-eval's `--use_cache` keys each request by its arguments only, so a run of ano
 method would be served the scores of whichever run filled the cache first. The request cache
 (request_cache.py) keeps one database per fingerprint instead, so this dict must change whenever
 the numbers can: the weights, the method and its resolved typed arguments (a checkpoint's
-recorded ones included), dtype, the context limits and every other loading argument. Arguments
-that only place or batch the work (device, batch size, offloading, Hub credentials) are left
-out, so they do not split the cache; an argument we do not know counts, to be safe.
+recorded ones included), dtype, the context limits, the over-length policy and every other
+loading argument. Arguments that only place or batch the work (device, batch size, offloading,
+Hub credentials) are left out, so they do not split the cache; an argument we do not know
+counts, to be safe.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def score_fingerprint(lm) -> dict[str, Any]:
         for key, value in sorted(loading.items())
         if key not in PLACEMENT_ARGUMENTS | RESOLVED_ARGUMENTS and value is not None
     }
-    return {
+    fingerprint = {
         "fingerprint_version": FINGERPRINT_VERSION,
         "lm_eval_longmem": __version__,
         "model": source_identity(
@@ -71,6 +72,10 @@ def score_fingerprint(lm) -> dict[str, Any]:
         "config_overrides": dict(sorted(lm._config_overrides.items())),
         "loading_args": extra,
     }
+    policy = getattr(lm, "overlength", "refuse")
+    if policy != "refuse":  # cut inputs score differently; refuse (the default) keeps older databases' digests
+        fingerprint["overlength"] = policy
+    return fingerprint
 
 
 def fingerprint_digest(fingerprint: dict[str, Any], length: int = 12) -> str:

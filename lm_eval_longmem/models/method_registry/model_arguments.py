@@ -39,6 +39,8 @@ FROM_PRETRAINED_OPTIONS = frozenset(
 WRAPPER_ARGUMENTS = {
     "reuse_prefix": "bool, default True: generation reuses the KV cache of a prompt prefix "
     "shared with the previous request",
+    "overlength": "refuse|skip|middle|left, default refuse: what an input longer than the model takes gets "
+    "(skip: not scored, counted; middle: LongBench's cut; left: lm-eval hf's cut)",
 }
 
 

@@ -1,0 +1,104 @@
+"""`overlength=` and `by-length` on real lm-eval task code, offline: a LongBench-format task
+folder (tests/helpers/longbench_fixture.py: a qasper-like generation task and a longbench2-like
+multiple-choice task, grouped, read by lm-eval's own `json` builder via --include_path) through
+the stock `lm_eval` command on the tiny Llama (128 tokens). Each run is a subprocess (~15-25 s
+on 2 shared cores)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from lm_eval_longmem.cli import main
+from tests.helpers.cli_runs import BIN, results_of, run
+from tests.helpers.longbench_fixture import write_longbench_fixture
+from tests.helpers.tiny_llama import build_tiny_model
+
+# context words; the prompts add ~25 (generation) and ~50 (multiple choice) tokens
+SHORT = [4, 6, 10, 14, 20, 28, 36, 44, 56, 70]  # every input fits 128 tokens
+LONG = [10, 30, 60, 100, 150, 220, 300, 420]  # the last five exceed it in both tasks
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny128"), max_position_embeddings=128)
+
+
+def lm_eval(model_name, model_args, tasks_folder, out, log_samples=True, check=True):
+    args = [str(BIN / "lm_eval"), "--model", model_name, "--model_args", model_args, "--tasks", "lbfix"]
+    args += ["--include_path", str(tasks_folder), "--output_path", str(out)]
+    return run(args + (["--log_samples"] if log_samples else []), check=check)
+
+
+@pytest.fixture(scope="module")
+def long_tasks(tmp_path_factory):
+    return write_longbench_fixture(tmp_path_factory.mktemp("lbfix_long"), LONG)
+
+
+def test_skip_scores_the_documents_that_fit_and_counts_the_rest(model, long_tasks, tmp_path):
+    out = tmp_path / "skip"
+    lm_eval("longmem", f"pretrained={model},method=vanilla,overlength=skip", long_tasks, out)
+    results = results_of(out)
+    record = results["config"]["longmem_overlength"]
+    assert record["policy"] == "skip" and record["context_length"] == 128
+    skipped = {task: entry["documents"] for task, entry in record["skipped"].items()}
+    assert skipped == {"lbfix_qa": 5, "lbfix_mc": 5}
+    for task in ("lbfix_qa", "lbfix_mc"):
+        assert sum(record["skipped"][task]["by_length"].values()) == 5
+        assert results["n-samples"][task] == {"original": len(LONG), "effective": len(LONG) - 5}
+        (samples,) = out.rglob(f"samples_{task}_*.jsonl")
+        logged = [json.loads(line) for line in samples.read_text().splitlines()]
+        assert sorted(s["doc_id"] for s in logged) == [0, 1, 2]  # the metric is over these only
+        for sample in logged:  # every choice of a kept document was scored
+            assert all(resp[0][0] != float("-inf") for resp in sample["resps"])
+
+
+def test_middle_cuts_what_is_too_long_and_says_by_how_much(model, long_tasks, tmp_path):
+    out = tmp_path / "middle"
+    lm_eval("longmem", f"pretrained={model},method=vanilla,overlength=middle", long_tasks, out, log_samples=False)
+    results = results_of(out)
+    cut = results["config"]["longmem_overlength"]["cut"]
+    assert cut["lbfix_qa"]["requests"] == 5 and cut["lbfix_mc"]["requests"] == 5 * 4  # every choice
+    assert all(entry["tokens_cut"] > 0 for entry in cut.values())
+    assert results["n-samples"]["lbfix_mc"]["effective"] == len(LONG)
+
+
+def test_refuse_stops_with_todays_message(model, long_tasks, tmp_path):
+    proc = lm_eval("longmem", f"pretrained={model},method=vanilla", long_tasks, tmp_path / "r", False, check=False)
+    assert proc.returncode == 2
+    assert "longer than the 128 tokens this model takes with method=vanilla" in proc.stderr or (
+        "more than the 128 tokens this model takes with method=vanilla" in proc.stderr
+    )
+    assert "so longmem refuses" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_hf_and_longmem_vanilla_agree_bin_by_bin(model, tmp_path, capsys):
+    tasks = write_longbench_fixture(tmp_path / "lbfix_short", SHORT)
+    lm_eval("hf", f"pretrained={model}", tasks, tmp_path / "hf")
+    lm_eval("longmem", f"pretrained={model},method=vanilla", tasks, tmp_path / "longmem")
+    table = tmp_path / "bins.csv"
+    assert (
+        main(["by-length", str(tmp_path / "hf"), str(tmp_path / "longmem"), "--min-samples", "2", "--csv", str(table)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "### lbfix · acc,none" in printed and "### lbfix_qa · exact_match,none" in printed
+    rows = list(csv.DictReader(io.StringIO(table.read_text())))
+    runs = sorted({row["run"] for row in rows})
+    assert len(runs) == 2 and any("hf" in r for r in runs) and any("vanilla" in r for r in runs)
+    by_run = {run: {(r["task"], r["metric"], r["bin"]): r for r in rows if r["run"] == run} for run in runs}
+    assert set(by_run[runs[0]]) == set(by_run[runs[1]])
+    assert {key[0] for key in by_run[runs[0]]} == {"lbfix", "lbfix_qa", "lbfix_mc"}
+    for key, theirs in by_run[runs[0]].items():
+        ours = by_run[runs[1]][key]
+        assert (ours["count"], ours["mean"], ours["ci_low"], ours["ci_high"]) == (
+            theirs["count"],
+            theirs["mean"],
+            theirs["ci_low"],
+            theirs["ci_high"],
+        ), key
+    group = [r for r in by_run[runs[0]].values() if r["task"] == "lbfix" and r["metric"] == "acc,none"]
+    assert sum(int(r["count"]) for r in group) == len(SHORT)  # the group pools its multiple-choice task
