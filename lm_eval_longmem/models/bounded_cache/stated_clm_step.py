@@ -53,14 +53,35 @@ class StackedCache:
         return [LayerCache(k, v, n) for k, v, n in zip(self.keys, self.values, self.counts)]
 
 
+def traced(function):
+    """`function` run with dynamo tracing autograd ops, so that `torch.autograd.grad` inside a compiled
+    function joins its graph instead of breaking it."""
+    import torch._dynamo
+
+    def run(*args):
+        with torch._dynamo.config.patch(trace_autograd_ops=True):
+            return function(*args)
+
+    return run
+
+
 class StatedCLMStep:
     """`step(cache, window_ids)`: the chunk `window_ids[:-1]` (c tokens, the last id is the next
     target) against a full cache -> (final hidden states [c, hidden], the cache after the chunk).
 
-    `compiled`: run the step through `torch.compile(fullgraph=True)`; the first call per shape
-    traces and compiles (tens of seconds), later calls replay the graph."""
+    `compiled`: run the step through `torch.compile(fullgraph=True)` (with `backend`); the first call
+    per shape traces and compiles (tens of seconds), later calls replay the graph."""
 
-    def __init__(self, decoder: Decoder, budget: int, chunk_size: int, sink_length: int, sigma: float, compiled: bool):
+    def __init__(
+        self,
+        decoder: Decoder,
+        budget: int,
+        chunk_size: int,
+        sink_length: int,
+        sigma: float,
+        compiled: bool,
+        backend: str = "inductor",
+    ):
         self.decoder = decoder
         self.budget, self.chunk_size, self.sink_length, self.sigma = budget, chunk_size, sink_length, sigma
         like = decoder.body.embed_tokens.weight
@@ -68,18 +89,7 @@ class StatedCLMStep:
         self.cos = torch.stack([cos for cos, _ in tables])  # [L, M + c, r]
         self.sin = torch.stack([sin for _, sin in tables])
         self.compiled = compiled
-        self._run = self._compile() if compiled else self._step
-
-    def _compile(self):
-        import torch._dynamo
-
-        compiled = torch.compile(self._step, fullgraph=True)
-
-        def run(*args):
-            with torch._dynamo.config.patch(trace_autograd_ops=True):  # the input gradients in the graph
-                return compiled(*args)
-
-        return run
+        self._run = traced(torch.compile(self._step, fullgraph=True, backend=backend)) if compiled else self._step
 
     def __call__(self, cache: StackedCache, window_ids: torch.Tensor) -> tuple[torch.Tensor, StackedCache]:
         hidden, keys, values, counts = self._run(cache.keys, cache.values, cache.counts, window_ids)
