@@ -30,12 +30,17 @@ def position_decay(n: int, sigma: float, device: torch.device) -> torch.Tensor:
     return torch.exp(-torch.arange(n, device=device, dtype=torch.float32) / sigma)
 
 
-def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch.Tensor:
+def pair_scores(
+    received: torch.Tensor, sink_length: int, sigma: float, decay: torch.Tensor | None = None
+) -> torch.Tensor:
     """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf), from received [..., N]:
-    leading dimensions (layers) are scored at once."""
+    leading dimensions (layers) are scored at once. `decay`: `position_decay(N - 1, sigma)` made by the
+    caller (a compiled caller cannot use the memo)."""
     received = received.float()
     scores = received[..., :-1] + received[..., 1:]
-    scores = position_decay(scores.shape[-1], sigma, scores.device) * scores
+    if decay is None:
+        decay = position_decay(scores.shape[-1], sigma, scores.device)
+    scores = decay * scores
     scores[..., : min(sink_length, scores.shape[-1])] = math.inf
     return scores
 

@@ -26,6 +26,7 @@ from lm_eval_longmem.models.bounded_cache.merging import (
     merge_counts,
     merge_groups,
     pair_scores,
+    position_decay,
     select_pairs,
 )
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate
@@ -88,6 +89,7 @@ class StatedCLMStep:
         tables = decoder.rope(budget + chunk_size, like)
         self.cos = torch.stack([cos for cos, _ in tables])  # [L, M + c, r]
         self.sin = torch.stack([sin for _, sin in tables])
+        self.decay = position_decay(budget - 1, sigma, like.device)  # eq. 19 over the M - 1 pairs
         self.compiled = compiled
         self._run = traced(torch.compile(self._step, fullgraph=True, backend=backend)) if compiled else self._step
 
@@ -133,7 +135,9 @@ class StatedCLMStep:
             key_grad, value_grad = torch.autograd.grad(loss, [key_leaf, value_leaf])
         # the merge of §3.2-3.3 for every layer at once: c pairs each, then the chunk's entries appended
         kept = M - c
-        pairs = select_pairs(pair_scores(torch.stack(received), self.sink_length, self.sigma), c, self.sink_length)
+        pairs = select_pairs(
+            pair_scores(torch.stack(received), self.sink_length, self.sigma, self.decay), c, self.sink_length
+        )
         groups = merge_groups(pairs)  # [L, M]
         merged = fisher_average(torch.stack([keys, values]), torch.stack([key_grad, value_grad]), groups, kept)
         ones = torch.ones(counts.shape[0], c, dtype=counts.dtype, device=counts.device)
