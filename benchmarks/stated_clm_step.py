@@ -81,11 +81,14 @@ def stated_clm_rows(
     rows.append({"path": "statedclm step (eager)", **timed_and_counted(lm, one_request, repeats)})
     rows[-1]["graph_breaks"] = graph_breaks(step_scorer, lm.longmem_method)  # after timing: tracing leaves state
     if compiled:
-        compiled_lm = load({"method": "statedclm", **statedclm_args, "compile_step": True})
-        timed = timed_and_counted(compiled_lm, one_request, repeats, count=False)
+        try:
+            compiled_lm = load({"method": "statedclm", **statedclm_args, "compile_step": True})
+            timed = timed_and_counted(compiled_lm, one_request, repeats, count=False)
+        except Exception as err:  # noqa: BLE001  a failed compile must not lose the rows above
+            timed = {"seconds": None, "ops": None, "host_reads": None, "error": f"{type(err).__name__}: {err}"[:500]}
         rows.append({"path": "statedclm step (compiled)", **timed})
     for row in rows:
-        row["time_ratio"] = row["seconds"] / rows[0]["seconds"]
+        row["time_ratio"] = None if row["seconds"] is None else row["seconds"] / rows[0]["seconds"]
     return rows
 
 
@@ -93,6 +96,9 @@ def print_rows(rows: list[dict], length: int) -> None:
     print(f"\nstated-CLM steady-state step, T = {length} (ratios to vanilla in this run):")
     print(f"{'path':>26} {'seconds':>9} {'time x':>7} {'ops':>7} {'host reads':>11} {'graph breaks':>13}")
     for r in rows:
+        if "error" in r:
+            print(f"{r['path']:>26} error: {r['error']}", flush=True)
+            continue
         breaks, ops, reads = ("-" if r.get(key) is None else r[key] for key in ("graph_breaks", "ops", "host_reads"))
         print(
             f"{r['path']:>26} {r['seconds']:>9.4f} {r['time_ratio']:>7.2f} {ops:>7} {reads:>11} {breaks:>13}",
