@@ -85,16 +85,15 @@ def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, nu
     # rescaled by the largest |g| over each tensor's and layer's merged entries: no underflow; ratios unchanged
     largest = torch.where(involved[:, None], g.abs().amax(dim=4), 0.0).amax(dim=(2, 3))[:, :, None, None, None]
     weighted_here = (largest > 0) & involved[:, None, :, None]  # [S, L, 1, N, 1]
-    fisher = torch.where(weighted_here, (g / largest) ** 2, 0.0)
-    index = groups[:, None, :, None].expand(x.shape[1:])  # [L, Hkv, N, d]
-    totals = torch.zeros(3, x.shape[0], *x.shape[1:3], num_groups, x.shape[4], dtype=torch.float32, device=x.device)
-    weighted, weight, plain = (
-        total.scatter_add_(3, index.expand(x.shape), term)
-        for total, term in zip(totals, (fisher * members, fisher, members))
-    )
-    plain = plain / size.float()[:, None, :, None]
-    tiny = torch.finfo(torch.float32).tiny
-    return torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
+    # in place where a temporary would be as large as the cache (every layer's, in the stacked step)
+    fisher = (g / largest).square_().masked_fill_(~weighted_here, 0.0)
+    index = groups[None, :, None, :, None].expand(x.shape)  # [S, L, Hkv, N, d]
+    shape = (*x.shape[:3], num_groups, x.shape[4])
+    weighted, weight, plain = torch.zeros(3, *shape, dtype=torch.float32, device=x.device).unbind(0)
+    weight.scatter_add_(3, index, fisher)
+    plain.scatter_add_(3, index, members).div_(size.float()[:, None, :, None])
+    weighted.scatter_add_(3, index, fisher.mul_(members)).div_(weight.clamp_min(torch.finfo(torch.float32).tiny))
+    return torch.where(weight > 0, weighted, plain).to(x.dtype)
 
 
 def fisher_merge(
