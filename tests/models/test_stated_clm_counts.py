@@ -5,7 +5,8 @@ Once the cache is full, every chunk adds the same number of ops: a fixed part (t
 layer at once, the loss, the stacking) plus the forward and backward of each layer, and no host read.
 The counts are pinned for a tiny Llama of 2 and 4 layers; the chunk runner (what scored stated-CLM
 before the static step) dispatched 150 ops per layer and chunk, with the merge run layer by layer,
-where the step dispatches 101 per layer and 58 for the whole merge."""
+where the step dispatches 101 per layer and 58 for the whole merge. The numbers are torch's (2.13)
+decompositions of these ops: a torch upgrade may move them; re-measure then, the shape must stay."""
 
 import pytest
 import torch
