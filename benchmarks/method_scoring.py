@@ -285,6 +285,25 @@ def compare_siblings(rows: list[dict]) -> None:
             print(f"{row['method']} against {sibling} at T={row['T']}: {mine / theirs:.3f}x the time", flush=True)
 
 
+def stated_clm_step_figures(pretrained: Path, args) -> list[dict]:
+    """Stated-CLM's steady-state step against its chunk runner and vanilla at the first length, printed."""
+    from stated_clm_step import print_rows, stated_clm_rows
+
+    length = args.lengths[0]
+    rows = stated_clm_rows(
+        pretrained,
+        method_arguments("statedclm", args),
+        method_arguments("vanilla", args),
+        request(length, args.continuation, args.vocab),
+        args.device,
+        args.dtype,
+        args.repeats,
+        args.stated_compiled,
+    )
+    print_rows(rows, length)
+    return rows
+
+
 def print_table(rows: list[dict]) -> None:
     def number(value, fmt):
         return "-" if value is None else format(value, fmt)
@@ -368,6 +387,15 @@ def parse_args(argv=None):
         help="also profile one call per method at the first length: GPU busy vs wall time, kernel "
         "launches, host syncs, top host ops and GPU kernels (benchmarks/scoring_profile.py)",
     )
+    parser.add_argument(
+        "--stated-step",
+        action="store_true",
+        help="also compare stated-CLM's static-shape step with its chunk runner and vanilla at the first length: "
+        "time ratio, ops dispatched, host reads, graph breaks (benchmarks/stated_clm_step.py)",
+    )
+    parser.add_argument(
+        "--stated-compiled", action="store_true", help="with --stated-step, also the step compiled by inductor"
+    )
     args = parser.parse_args(argv)
     size = SIZES["tiny" if args.tiny else "full"]
     for key, value in size.items():
@@ -424,6 +452,7 @@ def main(argv=None) -> dict:
             )
         compare(rows, "vanilla", TARGETS)
         compare_siblings(rows)
+        stated_step = stated_clm_step_figures(llama_dir, args) if args.stated_step else None
         fox_rows, fox_setup = [], None
         if not args.skip_fox:
             longest = max(args.lengths)  # no RoPE limit to refuse at: C = the longest T for all three
@@ -453,6 +482,7 @@ def main(argv=None) -> dict:
         "fox_config": fox_setup,
         "targets": {**TARGETS, FOX: FOX_TARGET},
         "rows": rows + fox_rows,
+        "stated_clm_step": stated_step,
     }
     if args.out_json:
         Path(args.out_json).write_text(json.dumps(result, indent=1, default=str))

@@ -134,6 +134,8 @@ PARTS = (
             "--repeats",
             "3",
             "--profile",  # host- or GPU-bound, at 4k (the part took 155 s on an H100 without it)
+            "--stated-step",  # stated-CLM's static step against its chunk runner at 4k, eager and compiled
+            "--stated-compiled",
             "--out-json",
             "{out}/method-speed.json",
         ),
@@ -152,7 +154,7 @@ PARTS = (
             "--out-json",
             "{out}/method-speed.json",
         ),
-        540,
+        720,  # 540 before stated-CLM's compiled step (its first call compiles the 16-layer step and backward)
         60,
         json_name="method-speed.json",
     ),

@@ -53,11 +53,21 @@ EXTRA = {
 
 def build_family_model(family: str, directory, tokenizer_dir, seed: int = 0):
     """The tiny `family` model saved to `directory`, with the tokenizer of `tokenizer_dir`."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    config = AutoConfig.for_model(family, vocab_size=len(tokenizer), **COMMON, **EXTRA[family])
+    model = family_model(family, len(tokenizer), seed)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def family_model(family: str, vocab_size: int, seed: int = 0):
+    """The tiny random `family` model in memory (what `build_family_model` saves)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(family, vocab_size=vocab_size, **COMMON, **EXTRA[family])
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
     with torch.no_grad():
@@ -67,9 +77,7 @@ def build_family_model(family: str, directory, tokenizer_dir, seed: int = 0):
             if any(part in name for part in ("q_proj", "k_proj", "qkv_proj")):
                 # logits of order 1 (random init gives ~1e-3), so positions, caps and scales change the scores
                 parameter.mul_(QK_GAIN)
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
+    return model.eval()
 
 
 def copy_tokenizer(source, destination) -> None:

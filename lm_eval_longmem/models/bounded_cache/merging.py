@@ -30,56 +30,70 @@ def position_decay(n: int, sigma: float, device: torch.device) -> torch.Tensor:
     return torch.exp(-torch.arange(n, device=device, dtype=torch.float32) / sigma)
 
 
-def pair_scores(received: torch.Tensor, sink_length: int, sigma: float) -> torch.Tensor:
-    """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf)."""
+def pair_scores(
+    received: torch.Tensor, sink_length: int, sigma: float, decay: torch.Tensor | None = None
+) -> torch.Tensor:
+    """score'_i for the pairs (i, i + 1), i = 0 .. N-2 (eq. 18-19, sinks at +inf), from received [..., N]:
+    leading dimensions (layers) are scored at once. `decay`: `position_decay(N - 1, sigma)` made by the
+    caller (a compiled caller cannot use the memo)."""
     received = received.float()
-    scores = received[:-1] + received[1:]
-    scores = position_decay(scores.shape[0], sigma, scores.device) * scores
-    scores[: min(sink_length, scores.shape[0])] = math.inf
+    scores = received[..., :-1] + received[..., 1:]
+    if decay is None:
+        decay = position_decay(scores.shape[-1], sigma, scores.device)
+    scores = decay * scores
+    scores[..., : min(sink_length, scores.shape[-1])] = math.inf
     return scores
 
 
 def select_pairs(scores: torch.Tensor, n: int, sink_length: int) -> torch.Tensor:
-    """Boolean [N-1]: pair i (entries i, i+1) is merged. The n lowest scores outside the sinks.
+    """Boolean [..., N-1]: pair i (entries i, i+1) is merged. The n lowest scores outside the sinks.
 
     How many pairs lie outside the sinks is known from the shapes, so nothing is read back from
     the device (a read would stall the GPU queue once per layer and chunk)."""
-    outside = scores.shape[0] - min(sink_length, scores.shape[0])
+    outside = scores.shape[-1] - min(sink_length, scores.shape[-1])
     if n > outside:
         raise ValueError(f"cannot merge {n} pairs: only {outside} pairs are outside the sinks")
     chosen = torch.zeros_like(scores, dtype=torch.bool)
-    return chosen.scatter_(0, torch.topk(scores, n, largest=False).indices, True)
+    return chosen.scatter_(-1, torch.topk(scores, n, dim=-1, largest=False).indices, True)
 
 
 def merge_groups(pairs: torch.Tensor) -> torch.Tensor:
-    """Group id [N] of each entry after merging the chosen pairs (runs become one group)."""
-    starts_new = torch.ones(pairs.shape[0] + 1, dtype=torch.long, device=pairs.device)
-    starts_new[1:] = (~pairs).long()
-    return torch.cumsum(starts_new, 0) - 1
+    """Group id [..., N] of each entry after merging the chosen pairs [..., N-1] (runs become one group)."""
+    starts_new = torch.ones(*pairs.shape[:-1], pairs.shape[-1] + 1, dtype=torch.long, device=pairs.device)
+    starts_new[..., 1:] = (~pairs).long()
+    return torch.cumsum(starts_new, -1) - 1
+
+
+def merge_counts(counts: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
+    """Tokens per merged entry [L, G]: the counts [L, N] of each group's members add up (§3.2.2)."""
+    merged = torch.zeros(*counts.shape[:-1], num_groups, dtype=counts.dtype, device=counts.device)
+    return merged.scatter_add_(-1, groups, counts)
 
 
 def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, num_groups: int) -> torch.Tensor:
-    """Per-element Fisher-weighted average of x [S, Hkv, N, d] over `groups` (non-decreasing ids
-    of runs) -> [S, Hkv, G, d], for S stacked tensors (keys and values), each weighted by its own
-    gradients. Entries merged with nothing come out as they went in (weight 0: x / 1).
+    """Per-element Fisher-weighted average of x [S, L, Hkv, N, d] over `groups` [L, N] (per layer,
+    non-decreasing ids of runs) -> [S, L, Hkv, G, d], for S stacked tensors (keys and values) of L
+    layers, each weighted by its own gradients. Entries merged with nothing come out as they went
+    in (weight 0: x / 1).
 
     Every shape is fixed by N and G (both known on the host) and the merged runs are picked out by
-    masks, not by boolean indexing, so the merge never waits for the device; keys and values go
-    through one set of ops. Sums run over the same members in the same order as over the merged
-    runs alone, so results are the same bits."""
-    size = torch.zeros(num_groups, dtype=torch.long, device=x.device).index_add_(0, groups, torch.ones_like(groups))
-    involved = (size > 1)[groups]  # [N]: the entry belongs to a merged run
+    masks, not by boolean indexing, so the merge never waits for the device; keys and values of
+    every layer go through one set of ops."""
+    size = merge_counts(torch.ones_like(groups), groups, num_groups)  # [L, G] members per group
+    involved = size.gather(-1, groups) > 1  # [L, N]: the entry belongs to a merged run
     members, g = x.float(), grad.float()
-    # rescaled by the largest |g| over each tensor's merged entries: no underflow; ratios unchanged
-    largest = torch.where(involved, g.abs().amax(dim=3), 0.0).amax(dim=(1, 2))[:, None, None, None]
-    weighted_here = (largest > 0) & involved[:, None]  # [S, 1, N, 1]
-    fisher = torch.where(weighted_here, (g / largest) ** 2, 0.0)
-    weighted, weight, plain = torch.zeros(3, *x.shape[:2], num_groups, x.shape[3], dtype=torch.float32, device=x.device)
-    for total, term in ((weighted, fisher * members), (weight, fisher), (plain, members)):
-        total.index_add_(2, groups, term)
-    plain = plain / size.float()[:, None]
-    tiny = torch.finfo(torch.float32).tiny
-    return torch.where(weight > 0, weighted / weight.clamp_min(tiny), plain).to(x.dtype)
+    # rescaled by the largest |g| over each tensor's and layer's merged entries: no underflow; ratios unchanged
+    largest = torch.where(involved[:, None], g.abs().amax(dim=4), 0.0).amax(dim=(2, 3))[:, :, None, None, None]
+    weighted_here = (largest > 0) & involved[:, None, :, None]  # [S, L, 1, N, 1]
+    # in place where a temporary would be as large as the cache (every layer's, in the stacked step)
+    fisher = (g / largest).square_().masked_fill_(~weighted_here, 0.0)
+    index = groups[None, :, None, :, None].expand(x.shape)  # [S, L, Hkv, N, d]
+    shape = (*x.shape[:3], num_groups, x.shape[4])
+    weighted, weight, plain = torch.zeros(3, *shape, dtype=torch.float32, device=x.device).unbind(0)
+    weight.scatter_add_(3, index, fisher)
+    plain.scatter_add_(3, index, members).div_(size.float()[:, None, :, None])
+    weighted.scatter_add_(3, index, fisher.mul_(members)).div_(weight.clamp_min(torch.finfo(torch.float32).tiny))
+    return torch.where(weight > 0, weighted, plain).to(x.dtype)
 
 
 def fisher_merge(
@@ -87,11 +101,9 @@ def fisher_merge(
 ) -> LayerCache:
     """The cache after merging the chosen pairs (`merged_pairs` of them, as the caller chose:
     the result has N - merged_pairs entries): keys and values each by their own Fisher weights."""
-    groups = merge_groups(pairs)
+    groups = merge_groups(pairs)[None]  # one layer
     num_groups = len(cache) - merged_pairs
-    counts = torch.zeros(num_groups, dtype=cache.counts.dtype, device=cache.counts.device).index_add_(
-        0, groups, cache.counts
-    )
-    stacked = torch.stack([cache.keys, cache.values])
-    keys, values = fisher_average(stacked, torch.stack([key_grad, value_grad]), groups, num_groups)
+    counts = merge_counts(cache.counts[None], groups, num_groups)[0]
+    stacked = torch.stack([cache.keys, cache.values])[:, None]
+    keys, values = fisher_average(stacked, torch.stack([key_grad, value_grad])[:, None], groups, num_groups)[:, 0]
     return LayerCache(keys, values, counts)

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
+from lm_eval_longmem.models.bounded_cache.stated_clm_scorer import StatedCLMScorer
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,13 @@ class StatedCLMArgs(BudgetArgs):
         metadata={
             "help": "positional normalization exp(-i/sigma) of eq. 19; default: max_context_length (the paper "
             "sets sigma equal to its cache budget, 4096 and 4096)"
+        },
+    )
+    compile_step: bool = field(
+        default=False,
+        metadata={
+            "help": "score the chunks after the cache is full with torch.compile(fullgraph=True) of the steady-state "
+            "step (same results; the first call compiles, tens of seconds; worth it on a GPU for long inputs)"
         },
     )
 
@@ -54,3 +63,6 @@ class StatedCLM(BoundedCacheMethod):
 
     def make_policy(self) -> CachePolicy:
         return StatedCLMPolicy(self.args)
+
+    def make_scorer(self, model):
+        return StatedCLMScorer(Decoder(model), self.make_policy, compiled=self.args.compile_step)
