@@ -144,6 +144,13 @@ def register_quiet_git_probe(utils_module=None) -> None:
     quiet.quiet_git_probe(utils_module)
 
 
+def register_empty_output_check(evaluator_module=None) -> bool:
+    """Mostly-empty generated answers warned about and counted in the results (empty_outputs.py)."""
+    from lm_eval_longmem.harness import empty_outputs
+
+    return empty_outputs.install(evaluator_module)
+
+
 def register_log_filters() -> None:
     """The Python API drops the same known-harmless messages as the CLI (quiet.py)."""
     from lm_eval_longmem.harness import quiet
@@ -158,6 +165,7 @@ def register_all() -> None:
     register_run_names()
     register_quiet_git_probe()
     register_log_filters()
+    register_empty_output_check()
     from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
     register_model_types()  # FoX's and the Landmark study's, with transformers' Auto classes

@@ -11,7 +11,7 @@ names `--model longmem` results folders after model and method once lm-eval's ev
 tracker loads (run_name.py), and puts the start-up checks (preflight.py: malformed options,
 uncached model or missing datasets offline), one-line answers to a misspelled task or a
 malformed option string (cli_mistakes.py) and the known-harmless-message filters (quiet.py)
-in front of `lm_eval run`.
+in front of `lm_eval run`, and counts empty generated answers (empty_outputs.py).
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
 """
@@ -28,6 +28,7 @@ _WATCHED = (
     "lm_eval._cli.run",
     "lm_eval.config.evaluate_config",
     "lm_eval.loggers.utils",
+    "lm_eval.evaluator",
 )
 
 
@@ -128,6 +129,13 @@ def _on_evaluate_config_loaded(module):
     install_task_suggestions(module)
 
 
+def _on_evaluator_loaded(module):
+    """Mostly-empty generations said in the log and recorded in the results (empty_outputs.py)."""
+    from lm_eval_longmem.harness.registration import register_empty_output_check
+
+    register_empty_output_check(module)
+
+
 _CALLBACKS = dict(
     zip(
         _WATCHED,
@@ -138,6 +146,7 @@ _CALLBACKS = dict(
             _on_cli_run_loaded,
             _on_evaluate_config_loaded,
             _on_loggers_utils_loaded,
+            _on_evaluator_loaded,
         ),
     )
 )
