@@ -105,6 +105,21 @@ class LongMemMethod:
         Bounded-memory methods take any length (`UNBOUNDED_INPUT_LENGTH`)."""
         return max(base_length, UNBOUNDED_INPUT_LENGTH) if self.bounded_memory else base_length
 
+    def read_lengths(self, config) -> None:
+        """Read what the length rules need from the checkpoint's config, without changing it (a
+        method whose lengths come from its own settings there: clex's C and max_factor). Called
+        by `models/checkpoint/context_length.py` before any of the three lengths is asked."""
+
+    def trained_length(self, base_length: int) -> int:
+        """The training length under this method, given the config's: the same unless the method
+        reads the model at another base length (clex's `original_length` C)."""
+        return base_length
+
+    def input_limit(self, base_length: int) -> int | None:
+        """The longest input this method can run at all (None: no limit of its own). Declared so
+        the start-up check refuses longer inputs before the model loads."""
+        return None
+
     def sizing_length(self, base_length: int) -> int:
         """Length that sizes the tasks' default grids (the forgetting curve's longest L).
 
