@@ -49,6 +49,13 @@ class LongMemMethod:
     # ... or no hook changes the model: it runs as trained (`vanilla`, `fox`). On a FoX-family
     # checkpoint that is method=fox's job, so that results record the run as FoX.
     leaves_model_as_trained: ClassVar[bool] = False
+    # What a checkpoint this method trained (or recorded) holds that no other method runs (clex's
+    # frequency ODE, landmark's landmark tokens), said when another method or model is asked to run
+    # it (method_registry/resolution.py); None when any method may run its checkpoints. Whether
+    # transformers cannot even build such a checkpoint without this method (clex): then the other
+    # method is refused in one line; otherwise it runs, and a warning says what it leaves out.
+    checkpoint_mechanism: ClassVar[str | None] = None
+    checkpoint_needs_this_method: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -75,6 +75,8 @@ class Clex(LongMemMethod):
     summary = "CLEX: RoPE frequencies from a learned ODE over the length factor t = ceil(L/C), up to max_factor"
     Args = ClexArgs
     rewrites_rope = True
+    checkpoint_mechanism = "RoPE frequencies from its trained ODE (rope_scaling of type clex)"
+    checkpoint_needs_this_method = True  # transformers has no `clex` rope type: KeyError: 'clex'
     # a prompt is encoded at the t of its own length: a shorter prompt's cache was encoded at another t
     prefix_cache_reusable = False
 

@@ -78,6 +78,7 @@ class Landmark(LongMemMethod):
     # What attention reads per window (k blocks + the window) and every position stay within the
     # training length, so any input length runs; the block store itself grows with the input.
     bounded_memory = True
+    checkpoint_mechanism = "landmark tokens closing each block and the grouped attention that retrieves blocks"
     prefix_cache_reusable = False  # windows follow the prompt's own landmarks and blocks
 
     def __init__(self, args: Any = None):
