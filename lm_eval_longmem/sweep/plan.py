@@ -64,6 +64,30 @@ def plan_runs(config: SweepConfig) -> list[Run]:
     return runs
 
 
+def check_runs(runs: list[Run], config: SweepConfig) -> None:
+    """What each run's `lm_eval` checks at start-up, checked once for the whole sweep (the dry run
+    too): every method's arguments, keys nobody takes included (`clex:max_factr=4`), read against
+    the model's local config, and the task names (`longmem_pasky`, with lm-eval's closest ones)."""
+    from lm_eval_longmem.errors import UsageError
+    from lm_eval_longmem.harness.cli_mistakes import unknown_tasks_message
+    from lm_eval_longmem.harness.preflight import check_method_arguments
+    from lm_eval_longmem.harness.registration import register_task_index_cache, register_tasks
+
+    seen = set()
+    for run in runs:
+        key = _canonical(run.model_args)
+        if key not in seen:
+            seen.add(key)
+            check_method_arguments(run.model_args)
+    register_tasks()  # our task folder, and lm-eval's task index from its parse cache, as lm_eval has them
+    register_task_index_cache()
+    args = list(config.lm_eval_args)
+    include = args[args.index("--include_path") + 1] if "--include_path" in args[:-1] else None
+    message = unknown_tasks_message(sorted({t for run in runs for t in run.tasks}), include, MODEL)
+    if message is not None:
+        raise UsageError(message)
+
+
 def lm_eval_command(run: Run, config: SweepConfig, output_path: Path | None = None) -> list[str]:
     """The command that runs one run: the stock lm_eval CLI (or it under `launcher`); the sweep
     itself passes a staging `output_path` (staging.py)."""
