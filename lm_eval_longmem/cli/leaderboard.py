@@ -39,6 +39,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--all", dest="keep_all", action="store_true", help="one row per results file, not per run")
     parser.add_argument("-o", "--output", default=None, help="write the table to this file instead of stdout")
     args = parser.parse_args(argv)
+    if args.ascending and args.sort is None:
+        parser.error("--ascending orders the column named by --sort: add --sort COLUMN")
 
     from pathlib import Path
 

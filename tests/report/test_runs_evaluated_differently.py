@@ -2,6 +2,8 @@
 the chat template) are different rows of the leaderboard and different lines of a plot, with
 their sample counts and the settings that differ shown; files evaluated alike still merge."""
 
+import pytest
+
 from lm_eval_longmem.cli import main
 from lm_eval_longmem.report.discovery import collect_runs, runs_with_task
 from lm_eval_longmem.report.leaderboard import build_leaderboard
@@ -45,3 +47,10 @@ def test_plots_keep_both_runs_and_label_what_differs(tmp_path):
         "vanilla [chat_template=off]",
         "vanilla [chat_template=on (1f2e3d4c)]",
     ]
+
+
+def test_ascending_without_sort_is_a_wrong_command_line(tmp_path, capsys):
+    write(tmp_path / "a" / "results_2026-11-23T10-00-00.json", _passkey(1795458000.0, 6))
+    with pytest.raises(SystemExit) as stopped:
+        main(["leaderboard", str(tmp_path), "--ascending"])
+    assert stopped.value.code == 2 and "add --sort COLUMN" in capsys.readouterr().err
