@@ -34,6 +34,18 @@ def check(args) -> None:
     check_lengths_metadata(getattr(args, "model_args", None), getattr(args, "metadata", None))
     check_tasks(getattr(args, "tasks", None))
     check_samples_destination(args)
+    check_include_path(getattr(args, "include_path", None))
+
+
+def check_include_path(include_path: Any) -> None:
+    """`--include_path /no/such` is indexed as an empty folder by lm-eval, which then reports only
+    the task it did not find there; the path itself is the mistake."""
+    paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
+    for path in paths:
+        if path is not None and not os.path.exists(os.path.expanduser(str(path))):
+            raise UsageError(
+                f"argument --include_path: {path}: no such file or directory; expected a folder of task YAML files."
+            )
 
 
 def check_samples_destination(args) -> None:
