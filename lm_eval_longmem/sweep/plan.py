@@ -79,11 +79,16 @@ def check_runs(runs: list[Run], config: SweepConfig) -> None:
         if key not in seen:
             seen.add(key)
             check_method_arguments(run.model_args)
+    from lm_eval_longmem.tasks import registry
+
+    requested = sorted({task for run in runs for task in run.tasks})
+    if all(registry.find(task) is not None or registry.group_entries(task) for task in requested):
+        return  # all ours: known without indexing lm-eval's thousands of tasks
     register_tasks()  # our task folder, and lm-eval's task index from its parse cache, as lm_eval has them
     register_task_index_cache()
     args = list(config.lm_eval_args)
     include = args[args.index("--include_path") + 1] if "--include_path" in args[:-1] else None
-    message = unknown_tasks_message(sorted({t for run in runs for t in run.tasks}), include, MODEL)
+    message = unknown_tasks_message(requested, include, MODEL)
     if message is not None:
         raise UsageError(message)
 
