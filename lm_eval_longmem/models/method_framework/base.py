@@ -76,6 +76,13 @@ class LongMemMethod:
         return describe_fields(cls.Args)
 
     @classmethod
+    def recorded_arguments_kept(cls, recorded: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """Which of the arguments a checkpoint recorded still apply beside those the user gave:
+        all by default; a method drops one that a given argument makes meaningless (landmark:
+        the recorded top_k under retrieval=false), so only a user's own contradiction is refused."""
+        return recorded
+
+    @classmethod
     def checkpoint_identity(cls, config) -> dict[str, Any]:
         """How this method names the checkpoint it runs, beside its arguments, in run-folder names and
         report labels; {} when its name and arguments say it all. A method that runs whatever

@@ -88,6 +88,8 @@ def _method_name(pretrained, method, model_args: dict[str, Any]) -> tuple[str, d
     if recorded is None:
         return DEFAULT_METHOD, model_args, False
     name, recorded_args = recorded
+    if name in available_methods():
+        recorded_args = get_method(name).recorded_arguments_kept(recorded_args, model_args)
     logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
     return name, {**recorded_args, **model_args}, True
 

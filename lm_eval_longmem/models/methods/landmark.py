@@ -95,6 +95,13 @@ class Landmark(LongMemMethod):
     def resolved_defaults(cls, args) -> dict[str, Any]:
         return {"top_k": STUDY_TOP_K}
 
+    @classmethod
+    def recorded_arguments_kept(cls, recorded: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """A trained export records its top_k; `retrieval=false` on it (the ablation) drops it."""
+        if str(given.get("retrieval", "")).strip().lower() in ("false", "0", "no", "off"):
+            return {k: v for k, v in recorded.items() if k != "top_k"}
+        return recorded
+
     def __init__(self, args: Any = None):
         super().__init__(args)
         self.layout = None  # the checkpoint's (TrainedLayout), once seen
