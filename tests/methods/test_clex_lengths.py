@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from transformers import LlamaConfig
 
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
@@ -53,3 +54,12 @@ def test_the_export_config_names_c_as_max_position_embeddings(tmp_path):
     write_clex_config(tmp_path, settings, 10000.0, 128)
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["max_position_embeddings"] == 128 and config["rope_scaling"]["max_factor"] == 4
+
+
+def test_a_max_length_past_c_times_max_factor_is_refused():
+    from lm_eval_longmem.models.checkpoint.context_length import BeyondMethodLimitError
+
+    config = _config(128, rope_scaling=clex_rope_scaling(4, 1, "silu", 0.1))
+    assert usable_context_length(config, build_method("clex", {}), 300) == 300
+    with pytest.raises(BeyondMethodLimitError, match="max_length=4096 is more than method=clex can run: at most 512"):
+        usable_context_length(config, build_method("clex", {}), 4096)

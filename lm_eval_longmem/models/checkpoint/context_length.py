@@ -22,6 +22,8 @@ from typing import Protocol
 
 from lm_eval.models.utils import resolve_max_length
 
+from lm_eval_longmem.errors import UsageError
+
 # Config attributes that mean positions enter attention relatively (rotary or ALiBi).
 _RELATIVE_POSITION_ATTRIBUTES = (
     "rope_parameters",
@@ -67,11 +69,24 @@ def _base_length(config, method: LengthRules, tokenizer=None) -> int:
     return resolve_max_length(config, tokenizer)
 
 
+class BeyondMethodLimitError(UsageError):
+    """`max_length=N` past what the method can run at all (its `input_limit`)."""
+
+
 def usable_context_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
-    """An explicit `max_length` wins; otherwise the method's extension of the training length."""
+    """An explicit `max_length` wins (up to the method's own limit: past it nothing runs);
+    otherwise the method's extension of the training length."""
+    base = _base_length(config, method, tokenizer)
     if max_length:
+        own = method.input_limit(base)
+        if own is not None and int(max_length) > own:
+            name = getattr(method, "name", "this method")
+            raise BeyondMethodLimitError(
+                f"max_length={max_length} is more than method={name} can run: at most {own} tokens, its own "
+                f"limit (clex: C x max_factor). Use max_length={own} or less, or raise the method's limit."
+            )
         return int(max_length)
-    return method.context_length(_base_length(config, method, tokenizer))
+    return method.context_length(base)
 
 
 def default_sizing_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
