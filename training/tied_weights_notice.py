@@ -36,12 +36,19 @@ class _DropDeclaredTies(logging.Filter):
 
 
 def declared_ties(model) -> set[str]:
-    """The parameter names `model`'s class ties to another (none when the config unties them)."""
-    config = getattr(model, "config", None)
-    if config is not None and not getattr(config, "tie_word_embeddings", True):
-        return set()
-    keys = getattr(model, "_tied_weights_keys", None) or {}
-    return set(keys)
+    """The parameter names `model` ties to another, as its state dict names them: its own class's
+    ties and those of any module inside it (a training wrapper around the causal LM, as CLEX's and
+    Landmark's trainings save, names them "model.lm_head.weight"); none where the config unties them."""
+    named = getattr(model, "named_modules", None)
+    modules = list(named()) if callable(named) else [("", model)]
+    found = set()
+    for prefix, module in modules:
+        config = getattr(module, "config", None)
+        if config is not None and not getattr(config, "tie_word_embeddings", True):
+            continue
+        keys = getattr(module, "_tied_weights_keys", None) or {}
+        found.update(f"{prefix}.{key}" if prefix else key for key in keys)
+    return found
 
 
 @contextlib.contextmanager

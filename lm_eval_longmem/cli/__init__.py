@@ -18,6 +18,7 @@ PROGRAM = "lm-eval-longmem"
 # name -> module in this package; modules import only argparse at top level, so help is instant.
 MODULE_SUBCOMMANDS = {
     "by-length": "by_length",
+    "default-model": "default_model",
     "fetch-data": "fetch_data",
     "leaderboard": "leaderboard",
     "methods": "methods",

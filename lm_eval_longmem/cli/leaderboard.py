@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "tabulate lm-eval results (one row per model + method + arguments) as Markdown, CSV or JSON"
+HELP = (
+    "tabulate lm-eval results (one row per model + method + arguments + evaluation settings) as Markdown, CSV or JSON"
+)
 
 EPILOG = """\
 Columns: model, method, arguments, then per task fc_fine/fc_coarse (forgetting-curve memory
@@ -14,7 +16,9 @@ non-longmem runs, whose forgetting curve is the reduced metric: the longest L co
 >99% of samples, never above fc_fine), passkey@<L> and passkey_all,
 trec@<N>shots and trec_all, topicret_first/second/third/mean, ppl@<L> (perplexity).
 Each row takes each task from the newest results file of that run that has it (--all: one
-row per file). Unreadable or foreign files are skipped with a warning.
+row per file); files evaluated differently (--limit, --metadata, chat template, system
+instruction, few-shot setting, --gen_kwargs) are separate rows, with a settings column naming
+what differs and a samples column counting documents. Unreadable or foreign files are skipped with a warning.
 
 example:
   lm-eval-longmem leaderboard out/ --sort passkey_all -o board.md
@@ -35,6 +39,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--all", dest="keep_all", action="store_true", help="one row per results file, not per run")
     parser.add_argument("-o", "--output", default=None, help="write the table to this file instead of stdout")
     args = parser.parse_args(argv)
+    if args.ascending and args.sort is None:
+        parser.error("--ascending orders the column named by --sort: add --sort COLUMN")
 
     from pathlib import Path
 

@@ -89,7 +89,7 @@ def _sweep(args) -> int:
         parse_method_token,
     )
     from lm_eval_longmem.sweep.execute import SweepInterrupted, execute, summary
-    from lm_eval_longmem.sweep.plan import display_command, finished_results, lm_eval_command, plan_runs
+    from lm_eval_longmem.sweep.plan import check_runs, display_command, finished_results, lm_eval_command, plan_runs
 
     raw, source = {}, "the command line"
     if args.config is not None:
@@ -119,6 +119,7 @@ def _sweep(args) -> int:
 
     config = build_config(raw, source)
     runs = plan_runs(config)
+    check_runs(runs, config)  # what each run's lm_eval would refuse at start-up, refused once now
     if args.dry_run:
         print(f"{len(runs)} run(s), results under {config.output_path}/:")
         for i, run in enumerate(runs, 1):

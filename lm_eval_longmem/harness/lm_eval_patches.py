@@ -145,6 +145,30 @@ PATCHES = (
         parameters=("self", "metadata"),
         cli_only=True,
     ),
+    Patch(
+        "lm_eval.evaluator",
+        "evaluate",
+        f"{_HARNESS}.empty_outputs:install",
+        "generation tasks whose answers are mostly empty (an instruct model without its chat template) "
+        "warned about with the count and likely cause, and counted in results['empty_generations'] "
+        "(empty_outputs.py)",
+        parameters=(
+            "lm",
+            "task_dict",
+            "limit",
+            "samples",
+            "cache_requests",
+            "rewrite_requests_cache",
+            "bootstrap_iters",
+            "write_out",
+            "log_samples",
+            "system_instruction",
+            "apply_chat_template",
+            "fewshot_as_multiturn",
+            "verbosity",
+            "confirm_run_unsafe_code",
+        ),
+    ),
 )
 
 

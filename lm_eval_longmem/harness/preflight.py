@@ -4,6 +4,8 @@ retries):
 
 * `--model longmem --model_args pretrained=<hub id>` whose model is not in the Hugging Face
   cache while the Hub is unreachable;
+* `pretrained=<folder>` (any model) missing its config, weights or tokenizer files, and a CLEX or
+  Landmark checkpoint given to a model or method that would not run its mechanism;
 * an unknown `method=` or a bad argument of the method (listing the valid ones), or an
   unknown `overlength=` policy;
 * `--tasks` of ours (or the `longmem` group) whose datasets are missing: every missing one is
@@ -67,6 +69,11 @@ def check(args) -> None:
     run_options.check(args)  # lm-eval's own options (--limit, --batch_size, --tasks files, ...)
     model_args = arguments_dict(getattr(args, "model_args", None))
     ours = getattr(args, "model", None) == MODEL_NAME
+    folder = local_config_folder(model_args["pretrained"]) if model_args.get("pretrained") is not None else None
+    if folder is not None and not {"gguf_file", "subfolder"} & set(model_args):  # any model: named now
+        from lm_eval_longmem.models.checkpoint.folder_contents import check_checkpoint_folder
+
+        check_checkpoint_folder(folder, separate_tokenizer=model_args.get("tokenizer") is not None)
     if ours:
         from lm_eval_longmem.models.runtime.overlength import parse_policy
 
@@ -74,6 +81,10 @@ def check(args) -> None:
         check_model_source(model_args.get("pretrained"))
         if getattr(args, "device", AUTO_DEVICE) is None:  # not typed: lm-eval would fill in cuda:0
             args.device = AUTO_DEVICE
+    elif folder is not None:
+        from lm_eval_longmem.models.method_registry.resolution import refuse_dropping_the_checkpoint_s_method
+
+        refuse_dropping_the_checkpoint_s_method(model_args["pretrained"], f"--model {args.model}")  # CLEX, Landmark
     tasks = task_names(getattr(args, "tasks", None))
     if tasks:
         from lm_eval_longmem.tasks.dataset_needs import missing_for, needed

@@ -4,10 +4,10 @@ lm-eval 0.4.13's parser accepts values that fail later, deep inside it, with a t
 `--limit` of `nan`, `inf`, 0, a negative number or `1e30` (islice refuses it after the model
 loaded), `--batch_size abc`, `0` or `auto:x`, `--gen_kwargs max_gen_toks=abc` or `until=5`,
 `--tasks` naming a YAML file that is not there, does not parse or is not a task, an empty
-`--tasks ,`, `--metadata max_length=abc`; and values it runs other than as typed (`--limit 2.5`
-as 2, a negative `--num_fewshot` ignored). Each is one `UsageError` here (exit status 2),
-naming the option, the value and the form expected. Values lm-eval can use are left exactly as
-they are: this only refuses.
+`--tasks ,`, `--metadata max_length=abc`, `--log_samples` without `--output_path`; and values
+it runs other than as typed (`--limit 2.5` as 2, a negative `--num_fewshot` ignored). Each is
+one `UsageError` here (exit status 2), naming the option, the value and the form expected.
+Values lm-eval can use are left exactly as they are: this only refuses.
 
 `check(args)` reads the namespace lm-eval's parser made; preflight.py calls it first, for
 every model (these are lm-eval's options, not ours).
@@ -33,6 +33,32 @@ def check(args) -> None:
     check_gen_kwargs(getattr(args, "gen_kwargs", None))
     check_lengths_metadata(getattr(args, "model_args", None), getattr(args, "metadata", None))
     check_tasks(getattr(args, "tasks", None))
+    check_samples_destination(args)
+    check_include_path(getattr(args, "include_path", None))
+
+
+def check_include_path(include_path: Any) -> None:
+    """`--include_path /no/such` is indexed as an empty folder by lm-eval, which then reports only
+    the task it did not find there; the path itself is the mistake."""
+    paths = include_path if isinstance(include_path, (list, tuple)) else [include_path]
+    for path in paths:
+        if path is not None and not os.path.exists(os.path.expanduser(str(path))):
+            raise UsageError(
+                f"argument --include_path: {path}: no such file or directory; expected a folder of task YAML files."
+            )
+
+
+def check_samples_destination(args) -> None:
+    """lm-eval refuses `--log_samples` / `--predict_only` without `--output_path` with a ValueError
+    from deep inside its argument validation; it is a wrong command line."""
+    if getattr(args, "output_path", None):
+        return
+    for flag in ("log_samples", "predict_only"):
+        if getattr(args, flag, False):
+            raise UsageError(
+                f"argument --{flag}: the samples need a place: add --output_path DIR "
+                "(lm-eval writes the results and samples_<task>_<date>.jsonl files there)."
+            )
 
 
 LIMIT_FORMS = "a number of documents per task (a whole number, 1 or more) or a fraction of them (above 0, below 1)"

@@ -8,7 +8,8 @@ after lm-eval has executed the module the row waits for: `longmem` registered af
 built-in models (registering earlier would hide them: lm-eval only imports its model table when
 the registry is empty), our task folder in every `TaskManager`, lm-eval's own task YAMLs served
 from a parse cache, results folders named after model and method, the start-up checks, one-line
-answers to common command-line mistakes and the known-harmless-message filters.
+answers to common command-line mistakes, the known-harmless-message filters and the count of
+empty generated answers.
 
 Set LM_EVAL_LONGMEM_AUTOLOAD=0 to switch it off.
 """

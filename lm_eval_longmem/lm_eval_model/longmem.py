@@ -456,7 +456,8 @@ class LongMemLM(HFLM):
             if limit is not None and num_tokens > limit:
                 raise ContextTooLongError(
                     f"An input of {num_tokens} tokens cannot run: this model takes at most {limit} (its learned "
-                    f"absolute positions, or max_length in --model_args){where}. Nothing is truncated."
+                    f"absolute positions, the method's own limit, or max_length in --model_args){where}. "
+                    "Nothing is truncated."
                 )
             return
         if num_tokens > self.max_length:
@@ -500,7 +501,7 @@ class LongMemLM(HFLM):
                 "longmem_method": described["method"],
                 "longmem_method_args": described["args"],
                 "longmem_pretrained": DEFAULT_MODEL_NAME if self.uses_default_model else source_name(self.pretrained),
-                "longmem_training_length": training_length(self.config, self.tokenizer),
+                "longmem_training_length": training_length(self.config, self.tokenizer, self.longmem_method),
                 "longmem_context_length": self.max_length,
                 "longmem_bounded_memory": self.longmem_method.bounded_memory,
                 "longmem_scoring": self.scorer.strategy,

@@ -29,8 +29,9 @@ import sys
 from lm_eval_longmem.common.atomic_files import warn_rebuilding, write_json
 from lm_eval_longmem.common.damaged_database import set_aside_if_damaged
 
-# A child of lm-eval's logger: the message shows right after lm-eval's own "Using cache at"
-# line (which names the path we replace), in its format and at its --verbosity.
+# A child of lm-eval's logger: the message shows where lm-eval's own "Using cache at" line would
+# (that line names the path we replace, and is dropped: _DropLmEvalCachePath), in its format and
+# at its --verbosity.
 logger = logging.getLogger("lm_eval.longmem.request_cache")
 
 _WRAPPED_MARKER = "__lm_eval_longmem_wrapped__"
@@ -121,4 +122,16 @@ def install() -> bool:
 
     setattr(__init__, _WRAPPED_MARKER, True)
     CachingLM.__init__ = __init__
+    logging.getLogger("lm_eval.evaluator").addFilter(_DropLmEvalCachePath())
     return True
+
+
+class _DropLmEvalCachePath(logging.Filter):
+    """lm-eval's "Using cache at <use_cache>_rank0.db" names a file a longmem run never makes: the
+    line above (own_cache_path) names the one it uses. Installed when a LongMemLM is built, which
+    lm-eval does just before it logs that line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from lm_eval_longmem.errors import debugging
+
+        return debugging() or not str(record.msg).startswith("Using cache at ")

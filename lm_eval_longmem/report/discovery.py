@@ -16,7 +16,8 @@ from typing import TextIO, TypeVar
 
 from lm_eval_longmem.errors import ResultsFileError
 from lm_eval_longmem.report.results_files import MissingResultsError, read_results, results_files_under
-from lm_eval_longmem.report.runs import RunInfo, describe_run
+from lm_eval_longmem.report.run_settings import call_settings, differing, settings_key, task_settings
+from lm_eval_longmem.report.runs import SHOWN_SETTINGS_KEY, RunInfo, describe_run
 
 T = TypeVar("T")
 
@@ -59,14 +60,28 @@ def collect_runs(paths: Iterable[str | Path]) -> Discovery:
     return Discovery(runs, skipped)
 
 
-def newest_per_run(runs: Iterable[RunInfo]) -> list[RunInfo]:
-    """The newest file of each model + method + arguments, in first-seen order."""
+def newest_per_run(runs: Iterable[RunInfo], task: str | None = None) -> list[RunInfo]:
+    """The newest file of each model + method + arguments, in first-seen order; with `task`,
+    of each model + method + arguments + evaluation settings of that task (run_settings.py),
+    and the settings that differ between the kept runs shown in their labels."""
     newest: dict[tuple, RunInfo] = {}
     for run in runs:
-        kept = newest.get(run.identity)
+        key = run.identity if task is None else (run.identity, settings_key(_settings(run, task)))
+        kept = newest.get(key)
         if kept is None or run.date > kept.date:
-            newest[run.identity] = run
-    return list(newest.values())
+            newest[key] = run
+    kept = list(newest.values())
+    if task is None:
+        return kept
+    shown = differing([call_settings(r.data) for r in kept], [{task: task_settings(r.data, task)} for r in kept])
+    for run, settings in zip(kept, shown):
+        if settings:
+            run.data[SHOWN_SETTINGS_KEY] = settings  # in memory only: every reader of the run sees it
+    return [describe_run(run.data, run.source) if settings else run for run, settings in zip(kept, shown)]
+
+
+def _settings(run: RunInfo, task: str) -> dict[str, str]:
+    return {**call_settings(run.data), **task_settings(run.data, task)}
 
 
 def runs_with_task(paths: Iterable[str | Path], task: str, stream: TextIO | None = None) -> list[RunInfo]:
@@ -80,7 +95,7 @@ def runs_with_task(paths: Iterable[str | Path], task: str, stream: TextIO | None
             f"None of the {len(discovery.runs)} results file(s) found has results for task {task!r} "
             f"(tasks present: {', '.join(present) or 'none'}). Run lm_eval with --tasks {task} first."
         )
-    return newest_per_run(having)
+    return newest_per_run(having, task)
 
 
 def read_each(runs: Iterable[RunInfo], reader: Callable[[dict, Path], T], stream: TextIO | None = None) -> list[T]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lm_eval_longmem.common.atomic_files import atomic_write
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import LongMemError, UsageError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,11 +34,15 @@ class FigureOutputError(LongMemError, ValueError):
     """The figure cannot be written as asked (unsupported suffix, matplotlib missing)."""
 
 
+class FigureSuffixError(FigureOutputError, UsageError):
+    """`-o` names a format no figure is written in (`x.jpgg`): a wrong command line (exit 2)."""
+
+
 def check_output(output: str | Path) -> Path:
     """Validate the `-o` path before any work: its suffix picks the format."""
     output = Path(output)
     if output.suffix.lower() not in FORMATS:
-        raise FigureOutputError(
+        raise FigureSuffixError(
             f"Cannot write a figure to {output}: unsupported suffix {output.suffix or '(none)'!r}. "
             f"Use one of {', '.join(FORMATS)} (the suffix of -o picks the format)."
         )

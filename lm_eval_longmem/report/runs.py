@@ -45,6 +45,9 @@ PLACEMENT_ARGS = frozenset(
         "cache_dir",
     }
 )
+# Set in memory (never written) by the plots' run discovery on a file whose evaluation settings
+# differ from another plotted run's: {setting: value}, shown in the run's labels.
+SHOWN_SETTINGS_KEY = "__lm_eval_longmem_shown_settings__"
 _FILE_DATE = re.compile(r"results_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)")
 
 
@@ -59,6 +62,7 @@ class RunInfo:
     date: float  # seconds since the epoch; orders runs of one identity
     source: Path
     data: dict = field(repr=False, compare=False)
+    settings: dict[str, str] = field(default_factory=dict, compare=False)  # shown: differ from compared runs
 
     @property
     def arguments_text(self) -> str:
@@ -66,17 +70,22 @@ class RunInfo:
 
     @property
     def label(self) -> str:
-        return label_of(self.model, self.method, self.arguments)
+        return label_of(self.model, self.method, self.arguments) + self._settings_note
 
     @property
     def variant(self) -> str:
-        """ "yarn (factor=4)": the method and the arguments the user chose."""
-        return f"{self.method} ({self.arguments_text})" if self.arguments else self.method
+        """ "yarn (factor=4)": the method and the arguments the user chose (and, beside other
+        runs evaluated differently, " [limit=1]": the settings that differ)."""
+        return (f"{self.method} ({self.arguments_text})" if self.arguments else self.method) + self._settings_note
 
     @property
     def short_label(self) -> str:
         """The label with a local checkpoint path reduced to its folder name, for legends."""
-        return label_of(short_model_name(self.model), self.method, self.arguments)
+        return label_of(short_model_name(self.model), self.method, self.arguments) + self._settings_note
+
+    @property
+    def _settings_note(self) -> str:
+        return " [" + ", ".join(f"{k}={v}" for k, v in self.settings.items()) + "]" if self.settings else ""
 
 
 def describe_run(data: dict[str, Any], source: Path) -> RunInfo:
@@ -96,7 +105,8 @@ def describe_run(data: dict[str, Any], source: Path) -> RunInfo:
     resolved = dict(chosen)
     resolved.update({key: _text(value) for key, value in method_args.items()})
     identity = (model, method, json.dumps(resolved, sort_keys=True))
-    return RunInfo(model, method, chosen, identity, run_date(data, source), source, data)
+    shown = dict(data.get(SHOWN_SETTINGS_KEY) or {})
+    return RunInfo(model, method, chosen, identity, run_date(data, source), source, data, shown)
 
 
 def run_label(config: dict[str, Any]) -> str:

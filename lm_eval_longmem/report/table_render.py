@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from lm_eval_longmem.report.leaderboard import DATE_COLUMN, ID_COLUMNS, Leaderboard, format_date
+from lm_eval_longmem.report.leaderboard import Leaderboard, format_date
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.headlines import Headline, length_text, three_decimals
 
@@ -44,7 +44,7 @@ def to_markdown(board: Leaderboard) -> str:
     names = board.column_names
     lines = [
         _markdown_line(names),
-        "|" + "|".join("---" if n in ID_COLUMNS or n == DATE_COLUMN else "---:" for n in names) + "|",
+        "|" + "|".join("---" if n in board.text_columns else "---:" for n in names) + "|",
     ]
     for row in board.rows:
         cells = [str(row.value(name)) for name in names[: len(names) - len(board.columns)]]
@@ -88,6 +88,8 @@ def to_json(board: Leaderboard) -> str:
                 "method": row.run.method,
                 "arguments": row.run.arguments,
                 "date": format_date(row.run.date),
+                "samples": row.samples,
+                "settings": row.differs,
                 "values": {c.name: row.cells[c.name].value for c in board.columns if c.name in row.cells},
                 "stderr": {
                     c.name: row.cells[c.name].stderr

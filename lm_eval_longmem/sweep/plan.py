@@ -64,6 +64,34 @@ def plan_runs(config: SweepConfig) -> list[Run]:
     return runs
 
 
+def check_runs(runs: list[Run], config: SweepConfig) -> None:
+    """What each run's `lm_eval` checks at start-up, checked once for the whole sweep (the dry run
+    too): every method's arguments, keys nobody takes included (`clex:max_factr=4`), read against
+    the model's local config, and the task names (`longmem_pasky`, with lm-eval's closest ones)."""
+    from lm_eval_longmem.errors import UsageError
+    from lm_eval_longmem.harness.cli_mistakes import unknown_tasks_message
+    from lm_eval_longmem.harness.preflight import check_method_arguments
+    from lm_eval_longmem.harness.lm_eval_patches import install, triggered_by
+
+    seen = set()
+    for run in runs:
+        key = _canonical(run.model_args)
+        if key not in seen:
+            seen.add(key)
+            check_method_arguments(run.model_args)
+    from lm_eval_longmem.tasks import registry
+
+    requested = sorted({task for run in runs for task in run.tasks})
+    if all(registry.find(task) is not None or registry.group_entries(task) for task in requested):
+        return  # all ours: known without indexing lm-eval's thousands of tasks
+    install(triggered_by("lm_eval.tasks.manager"))  # our task folder, lm-eval's task index cached, as lm_eval has them
+    args = list(config.lm_eval_args)
+    include = args[args.index("--include_path") + 1] if "--include_path" in args[:-1] else None
+    message = unknown_tasks_message(requested, include, MODEL)
+    if message is not None:
+        raise UsageError(message)
+
+
 def lm_eval_command(run: Run, config: SweepConfig, output_path: Path | None = None) -> list[str]:
     """The command that runs one run: the stock lm_eval CLI (or it under `launcher`); the sweep
     itself passes a staging `output_path` (staging.py)."""

@@ -73,7 +73,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
         source=source,
         tokenizer=tokenizer,
         method=method,
-        training_length=training_length(config, tokenizer),
+        training_length=training_length(config, tokenizer, method),
         context_length=usable_context_length(config, method, metadata.get("max_length"), tokenizer),
         sizing_length=default_sizing_length(config, method, metadata.get("max_length"), tokenizer),
         hard_input_limit=hard_input_limit(config, method, metadata.get("max_length")),

@@ -109,6 +109,17 @@ def _is_text(annotation: Any) -> bool:
     )
 
 
+def check_local_path(option: str, value: str | None, holds: str) -> None:
+    """A local-data option (`bs_data=/no/such/dir`) names a file or folder that exists: a wrong
+    command line, found before any model loads rather than after."""
+    if value is None:
+        return
+    import os
+
+    if not os.path.exists(os.path.expanduser(str(value))):
+        raise TaskOptionError(f"{option}={value}: no such file or directory; expected {holds}.")
+
+
 def check_range(
     option: str, value: Any, minimum: int, maximum: int | None = None, error: type[Exception] = TaskOptionError
 ) -> None:

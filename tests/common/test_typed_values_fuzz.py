@@ -723,10 +723,13 @@ def test_found_task_option_mistakes_are_one_message(metadata, expected):
         preflight.check_task_options(TASK_NAMES, key_val_to_dict(metadata))
 
 
-def test_quoted_or_path_text_options_are_kept_as_typed():
+def test_quoted_or_path_text_options_are_kept_as_typed(tmp_path, monkeypatch):
     trec, prefix = options_class("longmem_trec_manyshot")
+    monkeypatch.chdir(tmp_path)  # the folders must exist: a local-data option naming nothing is refused
+    (tmp_path / "007").mkdir()
+    (tmp_path / "trec").mkdir()
     assert parse_task_options(trec, key_val_to_dict("trec_data_dir='007'"), prefix).data_dir == "007"
-    assert parse_task_options(trec, {"trec_data_dir": Path("/data/trec")}, prefix).data_dir == "/data/trec"
+    assert parse_task_options(trec, {"trec_data_dir": tmp_path / "trec"}, prefix).data_dir == str(tmp_path / "trec")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import pytest
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
 from lm_eval_longmem.harness import preflight, quiet
 from lm_eval_longmem.lm_eval_model.longmem import _parse_bool
+from lm_eval_longmem.models.checkpoint.folder_contents import IncompleteCheckpointError
 from lm_eval_longmem.tasks import registry
 from lm_eval_longmem.tasks.dataset_needs import needed
 from lm_eval_longmem.tasks.passkey.protocol import OPTION_PREFIX as PK
@@ -224,7 +225,10 @@ def test_start_up_check_passes_what_it_cannot_judge(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # Not ours: another model, unknown tasks, a local path as pretrained.
     preflight.check(_args(model="hf", model_args={"pretrained": "someorg/somemodel"}, tasks=["hellaswag"]))
-    preflight.check(_args(model_args={"pretrained": str(TASKS_DIR)}, tasks=["not_a_task_of_ours"]))
+    preflight.check(_args(model_args={"pretrained": str(TASKS_DIR), "gguf_file": "x.gguf"}, tasks=["not_ours"]))
+    # a local folder that is no checkpoint at all is named, whatever the task
+    with pytest.raises(IncompleteCheckpointError, match="has no config.json"):
+        preflight.check(_args(model_args={"pretrained": str(TASKS_DIR)}, tasks=["not_a_task_of_ours"]))
 
 
 def test_datasets_needed_follow_the_options():

@@ -4,6 +4,7 @@ start-up check in-process for each option, and through the real `lm_eval` for tw
 
 import argparse
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,10 @@ from lm_eval_longmem.tasks.task_options import TaskOptionError
 from tests.helpers.cli_runs import BIN, run
 from tests.helpers.error_messages import assert_one_message, started_nothing_heavy
 
-OFFLINE_TREC = {"trec_data_dir": "/nowhere"}  # options only: the data is never read at start-up
+# A folder that exists (a local-data option must name one) but holds no data: options only, the
+# data is never read at start-up.
+SOME_FOLDER = str(Path(__file__).parent)
+OFFLINE_TREC = {"trec_data_dir": SOME_FOLDER}
 
 
 def check(tasks, **metadata):
@@ -95,8 +99,8 @@ def check(tasks, **metadata):
             "Unknown corpus 'pg91' (--metadata ppl_corpus). Did you mean pg19?",
         ),
         ("longmem_perplexity", {"ppl_lengths": "[64]", "ppl_max_length": 128}, "not both"),
-        ("longmem_booksum", {"bs_data": "/nowhere", "bs_lengths": "[0,16]"}, "bs_lengths=[0,16] is out of range"),
-        ("longmem_booksum", {"bs_data": "/nowhere", "bs_split": "dev"}, "bs_split=dev is not one of train"),
+        ("longmem_booksum", {"bs_data": SOME_FOLDER, "bs_lengths": "[0,16]"}, "bs_lengths=[0,16] is out of range"),
+        ("longmem_booksum", {"bs_data": SOME_FOLDER, "bs_split": "dev"}, "bs_split=dev is not one of train"),
     ],
 )
 def test_each_bad_option_is_one_message_at_start_up(task, metadata, expected):
@@ -108,12 +112,12 @@ def test_each_bad_option_is_one_message_at_start_up(task, metadata, expected):
 def test_group_members_are_checked_with_the_groups_options_under_the_command_lines():
     # the group sets ppl_max_length=1024: explicit lengths need it cleared, as the task would say after the load
     with pytest.raises(TaskOptionError, match="not both"):
-        check(["longmem"], **OFFLINE_TREC, topicret_data="/nowhere", bs_data="/nowhere", ppl_lengths="[64]")
+        check(["longmem"], **OFFLINE_TREC, topicret_data=SOME_FOLDER, bs_data=SOME_FOLDER, ppl_lengths="[64]")
     check(
         ["longmem"],
         **OFFLINE_TREC,
-        topicret_data="/nowhere",
-        bs_data="/nowhere",
+        topicret_data=SOME_FOLDER,
+        bs_data=SOME_FOLDER,
         ppl_lengths="[64]",
         ppl_max_length="none",
     )
@@ -133,7 +137,7 @@ def test_valid_options_pass(corpus_file):
     check(
         ["longmem_topicret", "longmem_trec_manyshot"],
         **OFFLINE_TREC,
-        topicret_data="/nowhere",
+        topicret_data=SOME_FOLDER,
         topicret_overlong="truncate",
         trec_source="manyshots",
         trec_shots="[1,10]",

@@ -140,6 +140,9 @@ TASKS = {
     ",,": "no task named",
 }
 
+# an extra task folder: one that is there (even empty), one that is not
+INCLUDE_PATHS = {"{dir}/empty_folder": None, "{dir}/no/such/folder": "no such file or directory"}
+
 CASES = [
     *(Case("--limit", value, refused) for value, refused in LIMITS.items()),
     *(Case("--num_fewshot", value, refused) for value, refused in NUM_FEWSHOT.items()),
@@ -148,6 +151,7 @@ CASES = [
     *(Case("--gen_kwargs", value, refused, run="pk") for value, refused in GEN_KWARGS.items()),
     *(Case("--metadata", value, refused) for value, refused in METADATA.items()),
     *(Case("--tasks", value, refused) for value, refused in TASKS.items()),
+    *(Case("--include_path", value, refused) for value, refused in INCLUDE_PATHS.items()),
 ]
 
 

@@ -162,9 +162,11 @@ def test_plot_passkey_as_pdf_names_each_panel_by_method(runs_dir, tmp_path, save
     ]  # wrapped to the panel
 
 
-def test_a_bad_suffix_fails_before_reading_anything(tmp_path):
-    with pytest.raises(FigureOutputError, match="unsupported suffix"):
+def test_a_bad_suffix_fails_before_reading_anything(tmp_path, capsys):
+    """A wrong command line: one line, exit 2, before the (missing) results are looked for."""
+    with pytest.raises(SystemExit) as stopped:
         main(["plot-trec", str(tmp_path / "nowhere"), "-o", str(tmp_path / "t.jpeg")])
+    assert stopped.value.code == 2 and "unsupported suffix" in capsys.readouterr().err
 
 
 def test_a_run_whose_curve_cannot_be_read_is_skipped_with_a_warning(runs_dir, tmp_path, saved, capsys):

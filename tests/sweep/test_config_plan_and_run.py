@@ -294,3 +294,18 @@ except ex.SweepInterrupted as stop:
     assert "[1/2]" in rest and "interrupted; rerun the same command to resume" in rest
     assert "0 done, 0 skipped (already done), 0 failed, 1 interrupted, 1 not started of 2 runs" in rest
     assert "FAILED" not in rest  # an interrupted run is not a failed one
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--tasks", "forgetting_curve", "--methods", "clex:max_factr=4"], "max_factr"),
+        (["--tasks", "longmem_pasky", "--methods", "vanilla"], "Unknown task 'longmem_pasky'"),
+    ],
+    ids=["misspelled-method-argument", "misspelled-task"],
+)
+def test_the_dry_run_refuses_what_the_runs_would(argv, expected, capsys):
+    assert sweep_cli.main([*argv, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lm-eval-longmem sweep: error: ") and expected in err
+    assert "Traceback (most recent call last)" not in err

@@ -209,3 +209,35 @@ def test_offline_without_the_dataset_fails_fast_and_names_fetch_data(tmp_path, m
     message = str(missing.value)
     assert "abertsch/booksum-fullbooks" in message and "cannot be reached" in message
     assert "lm-eval-longmem fetch-data booksum" in message and "bs_data=PATH" in message
+
+
+def test_the_curve_also_counts_each_book_once():
+    """A book with two references weighs twice in the row-level means; `per_book` averages its
+    references first, and `by_book` lists each book's own scores."""
+    records = [
+        {"title": "a", "pairs": [[0.4, 0.1, 0.2]], "budget": 8, "book_tokens": 5, "kept_tokens": 5},
+        {"title": "b", "pairs": [[0.2, 0.0, 0.1], [0.6, 0.2, 0.3]], "budget": 8, "book_tokens": 9, "kept_tokens": 8},
+    ]
+    for record in records:
+        record["cut_by_context"] = False
+    (point,) = rouge_by_length(records).field("points")
+    assert point["rouge1"] == pytest.approx(40.0)  # rows: (40 + 20 + 60) / 3
+    assert point["per_book"]["rouge1"] == pytest.approx(40.0)  # books: (40 + 40) / 2
+    assert point["per_book"]["rouge2"] == pytest.approx(10.0) and point["rouge2"] == pytest.approx(10.0)
+    records[0]["pairs"] = [[1.0, 0.5, 0.5]]
+    (point,) = rouge_by_length(records).field("points")
+    assert point["rouge1"] == pytest.approx(60.0) and point["per_book"]["rouge1"] == pytest.approx(70.0)
+    assert [(b["title"], b["references"]) for b in point["by_book"]] == [("a", 1), ("b", 2)]
+    assert point["by_book"][1]["rouge1"] == pytest.approx(40.0)
+
+
+def test_a_file_with_other_columns_is_refused_naming_the_columns_it_has(tmp_path):
+    import datasets
+
+    from lm_eval_longmem.data.hub_datasets import DatasetUnavailableError
+
+    datasets.Dataset.from_dict({"book": ["text"], "summary_text": ["s"]}).to_parquet(str(tmp_path / "test.parquet"))
+    with pytest.raises(
+        DatasetUnavailableError, match=r"lacks the column\(s\) \['summary'\]; it has \['book', 'summary_text'\]"
+    ):
+        load_books("test", str(tmp_path))

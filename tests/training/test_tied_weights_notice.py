@@ -34,3 +34,21 @@ def test_the_notice_is_dropped_for_declared_ties_only(caplog):
 
 def test_an_untied_config_declares_no_ties():
     assert declared_ties(_tiny_llama(tied=False)) == set()
+
+
+def test_ties_inside_a_training_wrapper_are_named_as_it_saves_them(caplog):
+    """CLEX's and Landmark's trainings save a wrapper around the causal LM: its state dict says
+    "model.lm_head.weight", and the notice for it is dropped as well."""
+    import torch
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+    PartialState()
+    wrapper = Wrapper(_tiny_llama(tied=True))
+    assert declared_ties(wrapper) == {"model.lm_head.weight"}
+    with caplog.at_level(logging.WARNING, logger=ACCELERATE_LOGGER), quiet_declared_ties(wrapper):
+        clean_state_dict_for_safetensors(dict(wrapper.state_dict()))
+    assert "Removed shared tensor" not in caplog.text

@@ -47,5 +47,5 @@ class ClexApproach(Approach):
             name: method.setting(name) for name in ("max_factor", "param_factor", "act", "time_dt", "log_scale")
         }
         rope_theta = float(method.rope_theta)
-        write_clex_config(directory, settings, rope_theta)
+        write_clex_config(directory, settings, rope_theta, method.base_length)
         setattr(causal_lm.config, TRAINING_RECORD_KEY, run_record)

@@ -22,6 +22,8 @@ from typing import Protocol
 
 from lm_eval.models.utils import resolve_max_length
 
+from lm_eval_longmem.errors import UsageError
+
 # Config attributes that mean positions enter attention relatively (rotary or ALiBi).
 _RELATIVE_POSITION_ATTRIBUTES = (
     "rope_parameters",
@@ -41,21 +43,50 @@ class LengthRules(Protocol):
 
     bounded_memory: bool
 
+    def read_lengths(self, config) -> None: ...
+
+    def trained_length(self, base_length: int) -> int: ...
+
+    def input_limit(self, base_length: int) -> int | None: ...
+
     def context_length(self, base_length: int) -> int: ...
 
     def sizing_length(self, base_length: int) -> int: ...
 
 
-def training_length(config, tokenizer=None) -> int:
-    """The context length the checkpoint declares (what it was trained for)."""
+def training_length(config, tokenizer=None, method: LengthRules | None = None) -> int:
+    """The context length the checkpoint was trained for: what its config declares, or, under a
+    method that reads the model at another base length (clex's C), that length."""
+    base = resolve_max_length(config, tokenizer)
+    if method is None:
+        return base
+    method.read_lengths(config)
+    return method.trained_length(base)
+
+
+def _base_length(config, method: LengthRules, tokenizer=None) -> int:
+    method.read_lengths(config)
     return resolve_max_length(config, tokenizer)
 
 
+class BeyondMethodLimitError(UsageError):
+    """`max_length=N` past what the method can run at all (its `input_limit`)."""
+
+
 def usable_context_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
-    """An explicit `max_length` wins; otherwise the method's extension of the training length."""
+    """An explicit `max_length` wins (up to the method's own limit: past it nothing runs);
+    otherwise the method's extension of the training length."""
+    base = _base_length(config, method, tokenizer)
     if max_length:
+        own = method.input_limit(base)
+        if own is not None and int(max_length) > own:
+            name = getattr(method, "name", "this method")
+            raise BeyondMethodLimitError(
+                f"max_length={max_length} is more than method={name} can run: at most {own} tokens, its own "
+                f"limit (clex: C x max_factor). Use max_length={own} or less, or raise the method's limit."
+            )
         return int(max_length)
-    return method.context_length(training_length(config, tokenizer))
+    return method.context_length(base)
 
 
 def default_sizing_length(config, method: LengthRules, max_length: int | None = None, tokenizer=None) -> int:
@@ -63,7 +94,7 @@ def default_sizing_length(config, method: LengthRules, max_length: int | None = 
     else the method's `sizing_length` of the training length."""
     if max_length:
         return int(max_length)
-    return method.sizing_length(training_length(config, tokenizer))
+    return method.sizing_length(_base_length(config, method, tokenizer))
 
 
 def has_relative_positions(config) -> bool:
@@ -92,9 +123,13 @@ def position_limit(config) -> int | None:
 def hard_input_limit(config, method: LengthRules, max_length: int | None = None) -> int | None:
     """The longest input that may run when a request asks to go past the context length on
     purpose; None for no limit but memory. An explicit `max_length` is the user's cap; a
-    bounded-memory method keeps positions inside its cache, so the position table does not bind."""
+    bounded-memory method keeps positions inside its cache, so the position table does not bind;
+    a method's own limit (`input_limit`) binds in every case."""
+    own = method.input_limit(_base_length(config, method))  # clex: C x max_factor, whatever max_length says
     if max_length:
-        return int(max_length)
-    if method.bounded_memory:
-        return None
-    return position_limit(config)
+        limit = int(max_length)
+    elif method.bounded_memory:
+        limit = None
+    else:
+        limit = position_limit(config)
+    return min((x for x in (limit, own) if x is not None), default=None)

@@ -115,9 +115,10 @@ def _read_safetensor(path: Path, key: str) -> torch.Tensor:
         return stored.get_tensor(key)
 
 
-def write_clex_config(directory: Path, settings: dict[str, Any], rope_theta: float) -> None:
+def write_clex_config(directory: Path, settings: dict[str, Any], rope_theta: float, base_length: int) -> None:
     """Mark an exported config.json as CLEX the way the authors' code reads it (`rope_scaling`,
-    `rope_theta`, `log_scale`) and the way transformers 5 keeps it (`rope_parameters`)."""
+    `rope_theta`, `log_scale`, and the base length C as `max_position_embeddings`, whatever the
+    base model declared) and the way transformers 5 keeps it (`rope_parameters`)."""
     from lm_eval_longmem.common.atomic_files import write_json
 
     path = Path(directory) / "config.json"
@@ -133,4 +134,5 @@ def write_clex_config(directory: Path, settings: dict[str, Any], rope_theta: flo
         "rope_theta": rope_theta,
     }
     config[LOG_SCALE_KEY] = bool(settings[LOG_SCALE_KEY])
+    config["max_position_embeddings"] = int(base_length)
     write_json(path, config, indent=2, sort_keys=True)

@@ -6,7 +6,8 @@
 * Reading the config, "Missing validation function ... for 'rope_type'='clex'": transformers has
   no `clex` rope type, and method=clex turns the config into plain RoPE before the model is built.
   The config is read in several places before the method's hooks run (the preflight, the
-  wrapper's checks), so this filter stays on from the moment method=clex is imported.
+  wrapper's checks), so this filter stays on from the moment method=clex is imported or a loading
+  path registers the model types transformers lacks (models/checkpoint/model_types.py).
 
 `LM_EVAL_LONGMEM_DEBUG=1` keeps everything.
 """

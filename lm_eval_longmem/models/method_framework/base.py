@@ -49,6 +49,13 @@ class LongMemMethod:
     # ... or no hook changes the model: it runs as trained (`vanilla`, `fox`). On a FoX-family
     # checkpoint that is method=fox's job, so that results record the run as FoX.
     leaves_model_as_trained: ClassVar[bool] = False
+    # What a checkpoint this method trained (or recorded) holds that no other method runs (clex's
+    # frequency ODE, landmark's landmark tokens), said when another method or model is asked to run
+    # it (method_registry/resolution.py); None when any method may run its checkpoints. Whether
+    # transformers cannot even build such a checkpoint without this method (clex): then the other
+    # method is refused in one line; otherwise it runs, and a warning says what it leaves out.
+    checkpoint_mechanism: ClassVar[str | None] = None
+    checkpoint_needs_this_method: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -67,6 +74,13 @@ class LongMemMethod:
         from lm_eval_longmem.models.method_framework.arguments import describe_fields
 
         return describe_fields(cls.Args)
+
+    @classmethod
+    def recorded_arguments_kept(cls, recorded: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """Which of the arguments a checkpoint recorded still apply beside those the user gave:
+        all by default; a method drops one that a given argument makes meaningless (landmark:
+        the recorded top_k under retrieval=false), so only a user's own contradiction is refused."""
+        return recorded
 
     @classmethod
     def checkpoint_identity(cls, config) -> dict[str, Any]:
@@ -104,6 +118,21 @@ class LongMemMethod:
 
         Bounded-memory methods take any length (`UNBOUNDED_INPUT_LENGTH`)."""
         return max(base_length, UNBOUNDED_INPUT_LENGTH) if self.bounded_memory else base_length
+
+    def read_lengths(self, config) -> None:
+        """Read what the length rules need from the checkpoint's config, without changing it (a
+        method whose lengths come from its own settings there: clex's C and max_factor). Called
+        by `models/checkpoint/context_length.py` before any of the three lengths is asked."""
+
+    def trained_length(self, base_length: int) -> int:
+        """The training length under this method, given the config's: the same unless the method
+        reads the model at another base length (clex's `original_length` C)."""
+        return base_length
+
+    def input_limit(self, base_length: int) -> int | None:
+        """The longest input this method can run at all (None: no limit of its own). Declared so
+        the start-up check refuses longer inputs before the model loads."""
+        return None
 
     def sizing_length(self, base_length: int) -> int:
         """Length that sizes the tasks' default grids (the forgetting curve's longest L).

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_longmem.errors import LongMemError
+from lm_eval_longmem.errors import LongMemError, UsageError
 from lm_eval_longmem.models.method_framework.arguments import parse_args
 from lm_eval_longmem.models.method_framework.recorded import checkpoint_config, recorded_method
 from lm_eval_longmem.models.method_registry import (
@@ -30,6 +30,10 @@ from lm_eval_longmem.models.method_registry import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+class CheckpointNeedsItsMethodError(UsageError):
+    """A checkpoint whose weights only its own method runs (CLEX, Landmark), asked to run otherwise."""
 
 
 @dataclass(frozen=True)
@@ -76,11 +80,45 @@ def _method_name(pretrained, method, model_args: dict[str, Any]) -> tuple[str, d
             f"method= is empty: name a method ({', '.join(available_methods())}), or leave method= out for "
             f"{DEFAULT_METHOD} (or the method the checkpoint records)."
         )
+    if method is not None and pretrained is not None:
+        refuse_dropping_the_checkpoint_s_method(pretrained, f"method={method}", method, model_args)
     if method is not None or pretrained is None:  # not `method or default`: method=0 is no method, not vanilla
         return (DEFAULT_METHOD if method is None else method), model_args, False
     recorded = recorded_method(checkpoint_config(pretrained, model_args))
     if recorded is None:
         return DEFAULT_METHOD, model_args, False
     name, recorded_args = recorded
+    if name in available_methods():
+        recorded_args = get_method(name).recorded_arguments_kept(recorded_args, model_args)
     logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
     return name, {**recorded_args, **model_args}, True
+
+
+def refuse_dropping_the_checkpoint_s_method(
+    pretrained, asked: str, method: str | None = None, hub_options=None
+) -> None:
+    """When `pretrained` records (or, by its format, is) a method with a mechanism of its own
+    (`LongMemMethod.checkpoint_mechanism`) and the run asks for something else (`asked`:
+    "method=yarn", "--model hf"): one line refusing it where transformers cannot build the
+    checkpoint without that method (clex: `KeyError: 'clex'`), else a warning (once) that the run
+    leaves the mechanism out. Unreadable configs pass (the model load reports them)."""
+    try:
+        recorded = recorded_method(checkpoint_config(pretrained, dict(hub_options or {})))
+    except Exception:  # noqa: BLE001 - a Hub id offline, a folder without config.json: the load reports it
+        return
+    if recorded is None or recorded[0] == method or recorded[0] not in available_methods():
+        return
+    name = recorded[0]
+    cls = get_method(name)
+    if cls.checkpoint_mechanism is None:
+        return
+    said = f"{pretrained} is a {name} checkpoint: its weights were trained with {cls.checkpoint_mechanism}"
+    fix = f"Run it with --model longmem and method={name}, or leave method= out: the checkpoint selects it."
+    if cls.checkpoint_needs_this_method:
+        raise CheckpointNeedsItsMethodError(f"{said}, which {asked} cannot run (transformers cannot build it). {fix}")
+    if (str(pretrained), asked) not in _warned:
+        _warned.add((str(pretrained), asked))
+        logger.warning("%s; %s runs the weights without them. %s", said, asked, fix)
+
+
+_warned: set[tuple[str, str]] = set()

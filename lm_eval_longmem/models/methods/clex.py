@@ -75,6 +75,8 @@ class Clex(LongMemMethod):
     summary = "CLEX: RoPE frequencies from a learned ODE over the length factor t = ceil(L/C), up to max_factor"
     Args = ClexArgs
     rewrites_rope = True
+    checkpoint_mechanism = "RoPE frequencies from its trained ODE (rope_scaling of type clex)"
+    checkpoint_needs_this_method = True  # transformers has no `clex` rope type: KeyError: 'clex'
     # a prompt is encoded at the t of its own length: a shorter prompt's cache was encoded at another t
     prefix_cache_reusable = False
 
@@ -152,6 +154,26 @@ class Clex(LongMemMethod):
             return {}
         return {"factors_used": sorted(self._clex.factors_used)}
 
+    def read_lengths(self, config) -> None:
+        if not self._checkpoint:
+            self._checkpoint = clex_rope_settings(config) or {}
+        if self._original_length is None and self.args.original_length is None:
+            try:
+                self._original_length = original_length(config, self.name)
+            except Exception:  # noqa: BLE001  (no RoPE: prepare_config refuses it with the reason)
+                self._original_length = None
+
+    @property
+    def base_length(self) -> int | None:
+        """C as this run uses it (given, else the checkpoint's), once the config has been read."""
+        return self.args.original_length or self._original_length
+
+    def trained_length(self, base_length: int) -> int:
+        return self.base_length or base_length
+
+    def input_limit(self, base_length: int) -> int | None:
+        """Past C x max_factor there is no theta_t: the ODE is solved up to max_factor only."""
+        return self.trained_length(base_length) * self.setting("max_factor")
+
     def context_length(self, base_length: int) -> int:
-        original = self.args.original_length or self._original_length or base_length
-        return max(base_length, original * self.setting("max_factor"))
+        return self.input_limit(base_length)

@@ -19,6 +19,7 @@ from lm_eval_longmem.models.method_framework.base import LongMemMethod
 WHO = "method=landmark (Landmark Attention)"
 STUDY_BLOCK_SIZE = 64
 STUDY_TRAIN_LENGTH = 512
+STUDY_TOP_K = 5  # the study's evaluation setting (cache_top_k 5)
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class LandmarkArgs:
             "the study; the released LLaMA weights use 51)"
         },
     )
-    top_k: int = field(default=5, metadata={"help": "blocks each query token and head retrieves (study: 5)"})
+    top_k: int | None = field(
+        default=None, metadata={"help": "blocks each query token and head retrieves (default 5, as the study)"}
+    )
     train_context_length: int | None = field(
         default=None,
         metadata={
@@ -61,6 +64,13 @@ class LandmarkArgs:
             raise ValueError(
                 f"block_size must be at least 2 (its tokens plus the landmark that closes it), got {self.block_size}"
             )
+        if self.top_k is not None and not self.retrieval:
+            raise ValueError(
+                f"top_k={self.top_k} has no effect with retrieval=false (no block is retrieved): drop top_k, "
+                "or drop retrieval=false"
+            )
+        if self.top_k is None:
+            object.__setattr__(self, "top_k", STUDY_TOP_K)  # frozen: the resolved default, set once
         if self.top_k < 1:
             raise ValueError(
                 f"top_k must be at least 1 retrieved block, got {self.top_k} (retrieval=false switches retrieval off)"
@@ -78,7 +88,19 @@ class Landmark(LongMemMethod):
     # What attention reads per window (k blocks + the window) and every position stay within the
     # training length, so any input length runs; the block store itself grows with the input.
     bounded_memory = True
+    checkpoint_mechanism = "landmark tokens closing each block and the grouped attention that retrieves blocks"
     prefix_cache_reusable = False  # windows follow the prompt's own landmarks and blocks
+
+    @classmethod
+    def resolved_defaults(cls, args) -> dict[str, Any]:
+        return {"top_k": STUDY_TOP_K}
+
+    @classmethod
+    def recorded_arguments_kept(cls, recorded: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """A trained export records its top_k; `retrieval=false` on it (the ablation) drops it."""
+        if str(given.get("retrieval", "")).strip().lower() in ("false", "0", "no", "off"):
+            return {k: v for k, v in recorded.items() if k != "top_k"}
+        return recorded
 
     def __init__(self, args: Any = None):
         super().__init__(args)

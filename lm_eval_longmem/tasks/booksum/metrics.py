@@ -5,7 +5,10 @@ summary against each reference of the book, and how its book was cut. A book wit
 references counts once per reference, as in Bertsch et al., whose rows are (book, summary)
 pairs. Per budget, R1/R2/RL are means over those pairs (x 100) and "overall" is their
 geometric mean (rouge.py). `rouge_by_length` holds every budget's numbers and cut counts,
-for the plot (report/booksum_plot.py) and the results JSON.
+for the plot (report/booksum_plot.py) and the results JSON, and the same per book: each book's
+scores against its own references (`by_book`), and the scores with every book counted once
+(`per_book`: a book's references averaged first), since a book with many references otherwise
+weighs more than one with few.
 """
 
 from __future__ import annotations
@@ -23,6 +26,16 @@ def scores_of(records) -> dict[str, float]:
     """R1, R2, RL and overall (x 100) over the (summary, reference) pairs of `records`."""
     r1, r2, rl = mean_scores(pair for record in records for pair in record["pairs"])
     return {"rouge1": r1, "rouge2": r2, "rougeL": rl, "overall": math.nan if math.isnan(r1) else overall(r1, r2, rl)}
+
+
+def scores_per_book(records) -> dict[str, float]:
+    """R1, R2, RL (x 100) with each book counted once: the mean over books of each book's mean over
+    its references; overall is their geometric mean, as for the rows."""
+    books = [mean_scores(record["pairs"]) for record in records if record["pairs"]]
+    if not books:
+        return {score: math.nan for score in SCORES}
+    r1, r2, rl = (sum(book[i] for book in books) / len(books) for i in range(3))
+    return {"rouge1": r1, "rouge2": r2, "rougeL": rl, "overall": overall(r1, r2, rl)}
 
 
 def aggregate(score: str):
@@ -67,6 +80,8 @@ def rouge_by_length(records) -> RougeByLength:
                 "cut_by_context": cut_books(group),
                 "shorter_than_budget": sum(int(r["book_tokens"]) < budget for r in group),
                 "mean_tokens_read": sum(int(r["kept_tokens"]) for r in group) / len(group),
+                "per_book": scores_per_book(group),
+                "by_book": [{"title": r.get("title"), "references": len(r["pairs"]), **scores_of([r])} for r in group],
             }
         )
     return RougeByLength(points=points, unit="book tokens", scale="x100")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lm_eval_longmem.data.booksum import SPLITS
-from lm_eval_longmem.tasks.task_options import MAX_COUNT, MAX_TOKENS, check_choice, check_range
+from lm_eval_longmem.tasks.task_options import MAX_COUNT, MAX_TOKENS, check_choice, check_local_path, check_range
 
 OPTION_PREFIX = "bs_"
 PAPER_LENGTHS = (16384, 32768, 65536, 131072, 262144, 500000)  # Figure 4's axis: 16K ... 500K
@@ -39,6 +39,7 @@ class BookSumOptions:
         check_range(f"{OPTION_PREFIX}lengths", self.lengths, 1, MAX_TOKENS)
         check_choice(f"{OPTION_PREFIX}split", self.split, SPLITS)
         check_range(f"{OPTION_PREFIX}books", self.books, 1, MAX_COUNT)
+        check_local_path(f"{OPTION_PREFIX}data", self.data, "<split>.parquet or .jsonl, or a folder holding one")
 
 
 # The paper's decoding (section 3.2), and the greedy alternative.

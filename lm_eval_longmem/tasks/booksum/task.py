@@ -135,6 +135,7 @@ class BookSumTask(LongMemTask):
         (summary,) = results
         cut, _ = self._cut(doc)
         record = {
+            "title": doc.get("title"),
             "budget": cut.budget,
             "book_tokens": cut.book_tokens,
             "kept_tokens": cut.kept_tokens,

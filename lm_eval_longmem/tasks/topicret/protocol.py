@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from lm_eval_longmem.data.leval_topicret import TopicDocument
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
-from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice
+from lm_eval_longmem.tasks.task_options import TaskOptionError, check_choice, check_local_path
 from lm_eval_longmem.tasks.topicret.leval_format import leval_truncate, longchat_prompt
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ class TopicRetOptions:
     def validate(self) -> None:
         """Choices, before any model loads (the start-up check runs it too)."""
         check_choice(f"{OPTION_PREFIX}overlong", self.overlong, POLICIES)
+        check_local_path(f"{OPTION_PREFIX}data", self.data, "a parquet/jsonl file or a folder holding one")
 
 
 @dataclass(frozen=True)

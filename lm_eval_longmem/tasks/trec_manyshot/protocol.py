@@ -27,6 +27,7 @@ from lm_eval_longmem.tasks.task_options import (
     MAX_SEED,
     TaskOptionError,
     check_choice,
+    check_local_path,
     check_range,
 )
 from lm_eval_longmem.tasks.trec_manyshot import longbench_format
@@ -61,6 +62,7 @@ class TrecOptions:
         check_range(f"{OPTION_PREFIX}shots", self.shots, 1, MAX_COUNT)
         check_range(f"{OPTION_PREFIX}questions", self.questions, 1, MAX_COUNT)
         check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED)
+        check_local_path(f"{OPTION_PREFIX}data_dir", self.data_dir, "a folder of the source's local files")
         if self.source == "manyshots" and self.shots is not None:
             missing = sorted(set(self.shots) - set(MANYSHOT_COUNTS))
             if missing:
