@@ -76,7 +76,7 @@ def _study(args) -> int:
     if args.config is None:
         raise StudyConfigError("Give a study file: lm-eval-longmem study FILE.yaml (--examples lists the shipped ones)")
     path = Path(args.config)
-    if not path.exists() and args.config in examples:
+    if not path.is_file() and args.config in examples:
         path = examples[args.config]
     raw = load_study_file(path)
     if args.output_path:
