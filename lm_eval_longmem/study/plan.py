@@ -57,7 +57,7 @@ class TrainingJob:
         return [*prefix, self.row.recipe, *override_words(self.overrides)]
 
     def display(self, launcher: tuple[str, ...]) -> str:
-        """The command as one would type it (`lm-eval-longmem train ...` for this Python's module)."""
+        """The command as one would type it (`lm-eval-longmem train RECIPE ...` for this Python's module)."""
         command = self.command(launcher)
         if command[:3] == [sys.executable, "-m", TRAINING_MODULE]:
             command = ["lm-eval-longmem", "train", *command[3:]]

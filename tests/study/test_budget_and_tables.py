@@ -101,3 +101,26 @@ def test_table1_cells_intervals_and_lengths():
     assert text.splitlines()[2] == "| Method | Kind | Train len | Eval len | Exact | PPL | Needle |"
     found = correlations(rows, ["ppl", "needle"])
     assert found["needle"]["n"] == 2 and found["needle"]["tau"] is None and math.isclose(rows[0].ppl.value, 6.5)
+
+
+def test_ruler_and_longbench_are_read_from_lm_evals_results_layout():
+    """RULER: one metric per max_seq_lengths entry in each of its tasks, averaged over the tasks
+    per length (in percent); LongBench: the group's score."""
+    from lm_eval_longmem.study.scores import _read_into
+    from lm_eval_longmem.study.tables import ruler_table
+
+    scores = RowScores("A", "training-free", "vanilla", 4096, 8192, True)
+    data = {
+        "results": {
+            "ruler": {"4096,none": 0.9},
+            "niah_single_1": {"4096,none": 1.0, "8192,none": 0.5, "4096_stderr,none": "N/A"},
+            "ruler_vt": {"4096,none": 0.6, "8192,none": 0.1},
+            "longbench": {"score,none": 31.5, "score_stderr,none": 0.5},
+        },
+        "group_subtasks": {"ruler": ["niah_single_1", "ruler_vt"], "longbench": []},
+    }
+    _read_into(scores, data)
+    assert scores.ruler_by_length == pytest.approx({4096: 80.0, 8192: 30.0})
+    assert scores.ruler.value == pytest.approx(55.0)
+    assert scores.longbench.value == 31.5 and scores.longbench.low == pytest.approx(31.5 - 1.96 * 0.5)
+    assert ruler_table([scores]).rows == [["A", "4k", "80.00", "30.00", "55.00"]]
