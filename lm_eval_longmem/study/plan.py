@@ -1,8 +1,8 @@
 """From a `Study` to its steps: one training command per trained row, then one lm_eval run per
 row and suite part, each with its folder, its command and whether it is already done.
 
-A trained row is done when its export records the planned number of steps (the training
-module writes that record last); an interrupted one resumes from its own newest checkpoint
+A trained row is done when its export records the planned number of steps and the same recipe
+(the training module writes that record last); an interrupted one resumes from its own newest checkpoint
 when its command runs again. An evaluation is done when its folder holds a results file that
 records it, as `sweep` decides (sweep/plan.py): same model args, tasks, limit and options.
 Layout under the study's output_path:
@@ -15,6 +15,7 @@ Layout under the study's output_path:
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ class TrainingJob:
     method_args: dict[str, Any]
     approach: str
     folder: Path
+    fingerprint: dict[str, Any]  # the recipe keys that decide what is trained (as JSON reads them)
 
     @property
     def export(self) -> Path:
@@ -48,9 +50,17 @@ class TrainingJob:
         return int(self.overrides["max_steps"])
 
     def done(self) -> bool:
-        from lm_eval_longmem_training.run_folder import exported_step
+        """Exported at the planned step by this very recipe (a changed recipe key trains again;
+        the training module then says how to start over if its checkpoints cannot resume)."""
+        from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY
+        from lm_eval_longmem_training.recipe import RUN_CONTROL_KEYS
 
-        return exported_step(self.export) == self.steps
+        try:
+            record = json.loads((self.export / "config.json").read_text("utf-8"))[TRAINING_RECORD_KEY]
+            recorded = {k: v for k, v in record["recipe_values"].items() if k not in RUN_CONTROL_KEYS}
+            return record["steps"] == self.steps and recorded == self.fingerprint
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
 
     def command(self, launcher: tuple[str, ...]) -> list[str]:
         prefix = [*launcher, "-m", TRAINING_MODULE] if launcher else [sys.executable, "-m", TRAINING_MODULE]
@@ -149,8 +159,15 @@ def plan_study(study: Study, without: tuple[str, ...] = ()) -> StudyPlan:
 def _training_job(study: Study, row: Row) -> TrainingJob:
     recipe = check_trained_row(study, row)
     overrides = training_overrides(study, row)
+    fingerprint = json.loads(json.dumps(recipe.fingerprint()))
     return TrainingJob(
-        row, overrides, recipe.method, dict(recipe.method_args), recipe.approach, training_folder(study, row)
+        row,
+        overrides,
+        recipe.method,
+        dict(recipe.method_args),
+        recipe.approach,
+        training_folder(study, row),
+        fingerprint,
     )
 
 

@@ -3,8 +3,9 @@ downstream scores with their intervals, the training and evaluation lengths, exa
 
 Scores are on the study's scales: Needle, Mshots and RULER as accuracy in percent, LongBench
 as lm-eval reports it, PPL at the longest evaluation length. A score that is a mean over
-samples carries the 95% interval lm-eval's standard error gives (mean +- 1.96 stderr, clipped
-to the scale); perplexity is exp of a mean over tokens, reported without one.
+samples carries a 95% interval: Wilson's for an accuracy over a recorded number of samples,
+else the one lm-eval's standard error gives (mean +- 1.96 stderr); perplexity is exp of a mean
+over tokens, reported without one.
 """
 
 from __future__ import annotations
@@ -95,11 +96,12 @@ def _exact(method: str | None, job) -> bool | None:
         return False
     if method in MODIFIED_ATTENTION:
         return False
-    try:
-        from lm_eval_longmem.models.method_registry import get_method
+    from lm_eval_longmem.errors import LongMemError
+    from lm_eval_longmem.models.method_registry import get_method
 
+    try:
         return not get_method(method or "vanilla").bounded_memory
-    except Exception:  # noqa: BLE001 - an unknown method: say nothing rather than guess
+    except LongMemError:  # a method this installation lacks: say nothing rather than guess
         return None
 
 
@@ -134,11 +136,24 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
+def wilson_interval(accuracy: float, samples: int) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion: unlike mean +- 1.96 stderr it stays inside
+    [0, 1] and does not shrink to a point at 0% or 100% on a handful of samples."""
+    z2 = Z95 * Z95
+    centre = (accuracy + z2 / (2 * samples)) / (1 + z2 / samples)
+    half = Z95 * math.sqrt(accuracy * (1 - accuracy) / samples + z2 / (4 * samples * samples)) / (1 + z2 / samples)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def _accuracy(metrics: dict, name: str, samples: int | None) -> Score:
-    """Accuracy in percent with lm-eval's standard error as a 95% interval."""
+    """Accuracy in percent with a 95% interval: Wilson's over the samples (each right or wrong)
+    when their count is recorded, else lm-eval's standard error."""
     value = _number(metrics.get(f"{name},none"))
     if value is None:
         return Score()
+    if samples:
+        low, high = wilson_interval(value, samples)
+        return Score(100 * value, 100 * low, 100 * high, samples)
     stderr = _number(metrics.get(f"{name}_stderr,none"))
     if stderr is None:
         return Score(100 * value, samples=samples)

@@ -131,8 +131,8 @@ def write_tables(rows: list[RowScores], columns: list[str], folder: Path) -> dic
             writer.writerows(table.rows)
         written[table.name] = path
     notes = (
-        "Scores in percent (Needle, Mshots, RULER) with 95% intervals from lm-eval's standard error where the "
-        "score is a mean over samples; PPL at the longest evaluation length.\n"
+        "Scores in percent (Needle, Mshots, RULER) with 95% intervals (Wilson's over the samples, else lm-eval's "
+        "standard error) where the score is a mean over samples; PPL at the longest evaluation length.\n"
     )
     page = folder / "tables.md"
     page.write_text("\n".join(markdown(t) for t in tables) + "\n" + notes, encoding="utf-8")

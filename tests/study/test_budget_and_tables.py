@@ -124,3 +124,15 @@ def test_ruler_and_longbench_are_read_from_lm_evals_results_layout():
     assert scores.ruler.value == pytest.approx(55.0)
     assert scores.longbench.value == 31.5 and scores.longbench.low == pytest.approx(31.5 - 1.96 * 0.5)
     assert ruler_table([scores]).rows == [["A", "4k", "80.00", "30.00", "55.00"]]
+
+
+def test_accuracy_intervals_are_wilsons_over_the_recorded_samples():
+    from lm_eval_longmem.study.scores import _accuracy, wilson_interval
+
+    low, high = wilson_interval(1.0, 6)  # 6 of 6 right: z^2 / (n + z^2) = 3.8416 / 9.8416 below 1
+    assert low == pytest.approx(6 / (6 + 1.96**2)) and high == pytest.approx(1.0)
+    assert wilson_interval(0.5, 6) == pytest.approx((0.1876128, 0.8123872), abs=1e-6)
+    score = _accuracy({"acc,none": 0.5, "acc_stderr,none": 0.2}, "acc", 6)
+    assert (score.value, score.samples) == (50.0, 6) and score.low == pytest.approx(18.76128, abs=1e-4)
+    unknown = _accuracy({"acc,none": 0.5, "acc_stderr,none": 0.2}, "acc", None)  # no count: lm-eval's stderr
+    assert unknown.low == pytest.approx(100 * (0.5 - 1.96 * 0.2))
