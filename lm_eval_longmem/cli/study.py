@@ -90,7 +90,7 @@ def _study(args) -> int:
 
     plan = plan_study(study, without)
     check_launchers(plan)
-    columns = [c for c in plan.study.suite]
+    columns = list(plan.study.suite)
     if args.tables_only:
         return _write_outputs(plan, columns)
     missing = {**missing_data(plan.study, plan.parts), **missing_extras(columns)}

@@ -35,7 +35,7 @@ def draw_figure2(rows: list[RowScores], correlations: dict[str, dict], output: P
                 continue
             error = None
             if score.low is not None and score.high is not None:
-                error = [[score.value - score.low], [score.high - score.value]]
+                error = [[max(0.0, score.value - score.low)], [max(0.0, score.high - score.value)]]
             exact = row.exact is not False
             ax.errorbar(
                 row.ppl.value,

@@ -136,3 +136,15 @@ def test_accuracy_intervals_are_wilsons_over_the_recorded_samples():
     assert (score.value, score.samples) == (50.0, 6) and score.low == pytest.approx(18.76128, abs=1e-4)
     unknown = _accuracy({"acc,none": 0.5, "acc_stderr,none": 0.2}, "acc", None)  # no count: lm-eval's stderr
     assert unknown.low == pytest.approx(100 * (0.5 - 1.96 * 0.2))
+
+
+def test_figure2_draws_scores_at_the_top_of_their_interval(tmp_path):
+    """6 of 6 right: Wilson's upper end rounds just below 100%, which matplotlib would refuse as a
+    negative error bar."""
+    from lm_eval_longmem.study.figure import draw_figure2
+    from lm_eval_longmem.study.scores import wilson_interval
+
+    low, high = wilson_interval(1.0, 6)
+    rows = [row("A", 6.5, (100.0, 100 * low, 100 * high)), row("B", 9.0, (50.0, 20.0, 80.0)), row("C", 30.0, (0.0,))]
+    output = draw_figure2(rows, correlations(rows, ["ppl", "needle"]), tmp_path / "figure2.png")
+    assert output.stat().st_size > 10_000
