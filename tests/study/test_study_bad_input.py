@@ -138,3 +138,29 @@ def test_examples_are_listed_and_plan(capsys):
     assert main(["--examples"]) == 0
     listed = capsys.readouterr().out
     assert "tiny:" in listed and "lceg:" in listed
+
+
+def test_the_lceg_plan_is_the_studys_and_lm_eval_and_train_accept_its_commands(capsys):
+    """`study lceg --dry-run`: LLaMA-2-7B, 1B tokens at 32k over a global batch of 32, its eleven
+    methods and five columns; every evaluation command parses with lm-eval's own parser (the
+    training commands were loaded by the training module itself while planning)."""
+    import shlex
+
+    from lm_eval._cli import HarnessCLI
+
+    assert main(["lceg", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "11 methods, 7 trained, 40 steps" in out
+    train = [line.strip() for line in out.splitlines() if "-m lm_eval_longmem_training " in line]
+    evaluate = [line.strip() for line in out.splitlines() if "-m lm_eval run " in line]
+    assert len(train) == 7 and len(evaluate) == 33
+    assert all("model=meta-llama/Llama-2-7b-hf" in c and "data=cerebras/SlimPajama-627B" in c for c in train)
+    assert sum("seq_len=32768 max_steps=954" in c for c in train) == 5  # 1e9 / (32 x 32768), rounded up
+    assert any("seq_len=512 max_steps=61036" in c for c in train)  # Landmark at 512: the same tokens
+    for command in evaluate:
+        words = shlex.split(command)
+        parsed = HarnessCLI()._parser.parse_args(words[words.index("lm_eval") + 1 :])
+        assert parsed.model == "longmem" and parsed.device == "cuda"
+        if parsed.tasks == ["longbench"]:
+            assert parsed.model_args["max_length"] == 32768 and parsed.model_args["overlength"] == "middle"
+    assert any('"ppl_stride": 256' in c and '"ppl_corpus": "pg19"' in c for c in evaluate)
