@@ -22,6 +22,7 @@ MODULE_SUBCOMMANDS = {
     "fetch-data": "fetch_data",
     "leaderboard": "leaderboard",
     "methods": "methods",
+    "study": "study",
     "sweep": "sweep",
     "tasks": "tasks",
     "train": "train",

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the lm-eval model", ("lm_eval_longmem.lm_eval_model",)),
     ("reports and sweeps", ("lm_eval_longmem.report", "lm_eval_longmem.sweep")),
     ("training", ("lm_eval_longmem_training",)),
+    ("the study", ("lm_eval_longmem.study",)),
     ("command line", ("lm_eval_longmem.cli", "lm_eval_longmem.harness_examples")),
 ]
 # (importer, imported): allowed although it points upward; each says why.

@@ -108,6 +108,34 @@ def test_perplexity_equals_a_direct_torch_computation(tiny_model_dir, corpus_fil
     assert set(curve["by_length"]) == {"40", "80", "160"} and curve["by_length"]["80"]["edges"] == [1, 21, 40, 60, 80]
 
 
+def test_sliding_window_stride_scores_each_windows_last_tokens_after_the_rest(tiny_model_dir, corpus_file):
+    """ppl_stride=S (Press et al.'s sliding window): a window of L reads its first L - S tokens as
+    context and scores its last S; perplexity is over those tokens only, held to the model's own
+    logits on the whole window, and the loss curve bins only the scored positions."""
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+
+    task = make_task(tiny_model_dir, corpus_file, lengths=[40], windows=2, stride=8, bins=4)
+    docs = list(task.test_docs())
+    instances = [r for d in docs for r in task.construct_requests(d, "", metadata=("longmem_perplexity", 0, 1))]
+    assert [list(token_ids_of(a)) for a in instances[0].args] == [docs[0]["ids"][:32], docs[0]["ids"][32:]]
+    lm = LongMemLM(pretrained=str(tiny_model_dir), device="cpu", method="vanilla")
+    per_doc = [task.process_results(d, [s]) for d, s in zip(docs, lm.loglikelihood(instances, disable_tqdm=True))]
+    ppl = task.aggregation()["ppl@40"]([r["ppl@40"] for r in per_doc])
+    with torch.no_grad():
+        direct = []
+        for d in docs:
+            ids = torch.tensor(d["ids"])
+            logits = lm.model(ids[None]).logits[0].float()
+            direct.append(F.cross_entropy(logits[31:-1], ids[32:], reduction="none"))  # positions 32..39
+    assert ppl == pytest.approx(math.exp(float(torch.cat(direct).mean())), rel=1e-5)
+    assert per_doc[0]["ppl@40"]["tokens"] == 8
+    curve = task.aggregation()["loss_curve"]([r["loss_curve"] for r in per_doc])
+    assert curve["edges"] == [32, 34, 36, 38, 40] and curve["tokens"] == [4, 4, 4, 4]
+    assert task.config.metadata["protocol"]["stride"] == 8
+    with pytest.raises(PerplexityConfigError, match="ppl_stride=40 scores more tokens than a window of 40"):
+        make_task(tiny_model_dir, corpus_file, lengths=[40, 80], stride=40)
+
+
 def test_position_bins_by_hand():
     # length 9: positions 1..8 predicted; 4 bins -> edges 1, 3, 5, 7, 9: {1,2} {3,4} {5,6} {7,8}
     a = np.array([1.0, 3.0, 2.0, 2.0, 4.0, 0.0, 1.0, 1.0])

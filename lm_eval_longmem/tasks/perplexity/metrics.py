@@ -4,7 +4,8 @@ Perplexity at a length is exp(total NLL / total predicted tokens) over its windo
 window of one length predicts the same number of tokens, so this is also exp of the mean of
 the windows' mean NLL). The loss curve L(i), as the FoX paper plots it, is the mean loss of
 the token at position i of a window, pooled over the windows of the longest length and
-averaged inside equal-width position bins.
+averaged inside equal-width position bins (under sliding-window evaluation, only the scored
+positions: a window's last `ppl_stride`).
 """
 
 from __future__ import annotations
@@ -28,22 +29,22 @@ def mean_nll(records) -> float:
     return sum(r["nll_sum"] for r in records) / tokens if tokens else float("nan")
 
 
-def bin_edges(length: int, bins: int) -> np.ndarray:
-    """Integer edges of `bins` equal-width bins over the predicted positions 1 .. length-1."""
-    edges = np.unique(np.linspace(1, length, num=min(bins, length - 1) + 1).round().astype(int))
+def bin_edges(length: int, bins: int, first: int = 1) -> np.ndarray:
+    """Integer edges of `bins` equal-width bins over the predicted positions first .. length-1."""
+    edges = np.unique(np.linspace(first, length, num=min(bins, length - first) + 1).round().astype(int))
     return edges
 
 
-def binned_loss(token_nll: list[np.ndarray], length: int, bins: int) -> dict:
-    """Mean loss per position bin; token_nll[w][j] is the loss of position j + 1 of window w."""
-    losses = np.stack([np.asarray(t, dtype=np.float64) for t in token_nll])  # [windows, length - 1]
+def binned_loss(token_nll: list[np.ndarray], length: int, bins: int, first: int = 1) -> dict:
+    """Mean loss per position bin; token_nll[w][j] is the loss of position first + j of window w."""
+    losses = np.stack([np.asarray(t, dtype=np.float64) for t in token_nll])  # [windows, length - first]
     by_position = losses.mean(axis=0)
-    edges = bin_edges(length, bins)
+    edges = bin_edges(length, bins, first)
     positions, loss, tokens = [], [], []
     for lo, hi in zip(edges[:-1], edges[1:]):
-        # predicted position p sits at column p - 1
+        # predicted position p sits at column p - first
         positions.append(float((lo + hi - 1) / 2))
-        loss.append(float(by_position[lo - 1 : hi - 1].mean()))
+        loss.append(float(by_position[lo - first : hi - first].mean()))
         tokens.append(int((hi - lo) * losses.shape[0]))
     return {"positions": positions, "loss": loss, "edges": [int(e) for e in edges], "tokens": tokens}
 
@@ -77,7 +78,10 @@ def loss_curve(records, bins: int) -> LossCurve:
     with_losses = {L: g for L, g in groups.items() if all(r.get("token_nll") is not None for r in g)}
     if not with_losses:
         return LossCurve(length=0, windows=0, positions=[], loss=[], edges=[], tokens=[], by_length={})
-    by_length = {L: binned_loss([r["token_nll"] for r in g], L, bins) for L, g in with_losses.items()}
+    by_length = {
+        L: binned_loss([r["token_nll"] for r in g], L, bins, first=int(g[0].get("first", 1)))
+        for L, g in with_losses.items()
+    }
     longest = max(with_losses)
     return LossCurve(
         length=longest,

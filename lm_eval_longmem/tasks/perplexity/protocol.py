@@ -6,6 +6,14 @@ perplexity at L is exp of the mean negative log-likelihood of the window's predi
 (positions 1 .. L-1, each predicted from everything before it in the window). Windows are cut
 inside single documents (a window never spans two books); the default grid halves down from
 the model's claimed length (l, l/2, l/4, l/8), the powers of two those papers tabulate.
+
+`ppl_stride=S` is sliding-window evaluation (Press et al., 2022, which the controlled study
+follows with S = 256): the model's window of L tokens slides over the text S tokens at a time
+and only the S tokens each step adds are scored, so every token is scored once, read after
+L - S to L - 1 tokens of context, never after a short one. One window of L tokens here is one
+such step: it reads its first L - S tokens as context and scores its last S. Perplexity is then
+over the scored tokens, drawn from the same non-overlapping window slots: an estimate of the
+sliding-window perplexity of the whole corpus from `ppl_windows` steps per length.
 """
 
 from __future__ import annotations
@@ -53,6 +61,13 @@ class Options:
     )
     bins: int = field(default=16, metadata={"help": "position bins of the loss curve"})
     seed: int = field(default=0, metadata={"help": "window sampling seed"})
+    stride: int | None = field(
+        default=None,
+        metadata={
+            "help": "sliding-window evaluation (Press et al.; the controlled study uses 256): score only each "
+            "window's last STRIDE tokens, read after the L - STRIDE before them; default: every token but the first"
+        },
+    )
 
     @classmethod
     def from_metadata(cls, metadata: dict[str, Any]) -> Options:
@@ -67,6 +82,7 @@ class Options:
         check_range(f"{OPTION_PREFIX}lengths", self.lengths, MIN_LENGTH, MAX_TOKENS, error=error)
         check_range(f"{OPTION_PREFIX}max_length", self.max_length, MIN_LENGTH, MAX_TOKENS, error=error)
         check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED, error=error)
+        check_range(f"{OPTION_PREFIX}stride", self.stride, 1, MAX_TOKENS, error=error)
         check_corpus_name(self.corpus, f"{OPTION_PREFIX}corpus", error)
         if self.lengths is not None and self.max_length is not None:
             raise PerplexityConfigError(
@@ -78,6 +94,12 @@ class Options:
 def halving_grid(top: int, points: int) -> list[int]:
     """top, top/2, top/4, ... (`points` lengths, none below MIN_LENGTH), ascending."""
     return sorted({max(MIN_LENGTH, top >> i) for i in range(points)})
+
+
+def first_scored(length: int, stride: int | None) -> int:
+    """Position of the first scored token of a window: 1 (every token a window predicts), or the
+    start of its last `stride` tokens under sliding-window evaluation."""
+    return 1 if stride is None else length - stride
 
 
 def input_tokens(length: int) -> int:
@@ -99,6 +121,12 @@ def window_lengths(options: Options, model) -> list[int]:
             options.max_length if options.max_length is not None else min(model.sizing_length, model.context_length + 1)
         )
         lengths = halving_grid(top, options.points)
+    if options.stride is not None and options.stride > min(lengths) - 1:
+        raise PerplexityConfigError(
+            f"longmem_perplexity: ppl_stride={options.stride} scores more tokens than a window of {min(lengths)} "
+            f"predicts ({min(lengths) - 1}). Give a stride below every length (the study's is 256 at lengths of "
+            "2k and up), or leave it out to score every token."
+        )
     limit = model.hard_input_limit
     too_long = [L for L in lengths if limit is not None and input_tokens(L) > limit]
     if too_long:

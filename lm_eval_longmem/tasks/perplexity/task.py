@@ -8,6 +8,10 @@ and bounded-memory methods, Infini-attention and FoX score through their own loo
 requests carry the exact tokens for `--model longmem` and their decoded text for any other
 lm-eval model.
 
+With `ppl_stride=S` (sliding-window evaluation, protocol.py) the request's context is the
+window's first L - S tokens and its continuation the last S: the model still reads L - 1
+tokens, and only the last S are scored.
+
 `--model longmem` also returns each token's loss, from which the per-position loss curve is
 binned. Other models only answer `(loglikelihood, is_greedy)`: perplexity per length is still
 exact (from the summed log-likelihood), the loss curve is left empty and a warning says why.
@@ -34,7 +38,14 @@ from lm_eval_longmem.models.runtime.length_probes import LengthProbe, ScoreFailu
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.perplexity import metrics
-from lm_eval_longmem.tasks.perplexity.protocol import OPTION_PREFIX, Options, book_windows, input_tokens, window_lengths
+from lm_eval_longmem.tasks.perplexity.protocol import (
+    OPTION_PREFIX,
+    Options,
+    book_windows,
+    first_scored,
+    input_tokens,
+    window_lengths,
+)
 from lm_eval_longmem.tasks.python_task import LongMemTask
 
 logger = logging.getLogger(__name__)
@@ -66,6 +77,7 @@ class PerplexityTask(LongMemTask):
         metadata = dict(self.config.metadata or {})
         options = Options.from_metadata(metadata)
         self.bins = options.bins
+        self.stride = options.stride
         model = model_view(metadata)
         self.lengths = window_lengths(options, model)
         self.context_length = model.context_length
@@ -93,6 +105,7 @@ class PerplexityTask(LongMemTask):
             "windows": options.windows,
             "bins": options.bins,
             "seed": options.seed,
+            "stride": options.stride,
             "corpus": corpus.name,
             "corpus_identity": corpus.identity,
             "corpus_documents": len(documents),
@@ -126,13 +139,17 @@ class PerplexityTask(LongMemTask):
         return ""  # prompt-free: the window is the whole input
 
     def doc_to_target(self, doc, doc_to_target=None) -> str:
-        return self._decode(doc["ids"][1:])
+        return self._decode(doc["ids"][self._first(doc) :])
+
+    def _first(self, doc) -> int:
+        return first_scored(int(doc["length"]), self.stride)
 
     # --- requests -------------------------------------------------------------------------
     def construct_requests(self, doc, ctx, **kwargs) -> list[Instance]:
         self.drop_chat_template(kwargs, "perplexity is measured on raw text.")
-        ids = doc["ids"]
-        arguments = (LengthProbe(self._decode(ids[:1]), ids[:1]), LengthProbe(self._decode(ids[1:]), ids[1:]))
+        ids, first = doc["ids"], self._first(doc)
+        context, scored = ids[:first], ids[first:]
+        arguments = (LengthProbe(self._decode(context), context), LengthProbe(self._decode(scored), scored))
         return [Instance(request_type="loglikelihood", doc=doc, arguments=arguments, idx=0, **kwargs)]
 
     def _decode(self, ids) -> str:
@@ -162,7 +179,8 @@ class PerplexityTask(LongMemTask):
             "length": length,
             "status": "ok",
             "nll_sum": -float(scored[0]),
-            "tokens": length - 1,
+            "tokens": length - self._first(doc),
+            "first": self._first(doc),
             "token_nll": token_nll,
         }
         tag = self._tag(length)

@@ -1,0 +1,148 @@
+"""The study's tables from its rows' scores: Table 1 (one row per method: PPL, Needle, Mshots,
+LongBench, RULER, with training and evaluation lengths and exact attention), Table 2 (perplexity
+by length), RULER by length, and the Kendall correlations behind Figure 2; written as one
+Markdown page, one CSV per table and one JSON with everything (intervals included).
+
+Only the suite's columns appear; a cell a row has not produced yet (not run, failed) is "-".
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+from lm_eval_longmem.study.kendall import kendall_tau
+from lm_eval_longmem.study.scores import RowScores, Score
+from lm_eval_longmem.study.suite import COLUMNS
+
+DOWNSTREAM = ("needle", "mshots", "longbench", "ruler")
+
+
+@dataclasses.dataclass
+class Table:
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _score(score: Score, digits: int = 1) -> str:
+    if score.value is None:
+        return "-"
+    text = f"{score.value:.{digits}f}"
+    if score.low is not None and score.high is not None:
+        text += f" [{score.low:.{digits}f}, {score.high:.{digits}f}]"
+    return text
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def _length(value: int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else str(value)
+
+
+def table1(rows: list[RowScores], columns: list[str]) -> Table:
+    header = ["Method", "Kind", "Train len", "Eval len", "Exact"]
+    shown = [c for c in ("ppl", *DOWNSTREAM) if c in columns]
+    header += [COLUMNS[c].title for c in shown]
+    body = []
+    for row in rows:
+        cells = [row.label, row.kind, _length(row.train_length), _length(row.eval_length), _yes(row.exact)]
+        for column in shown:
+            score = getattr(row, column)
+            cells.append(_number(score.value) if column == "ppl" else _score(score))
+        body.append(cells)
+    return Table("table1", "Table 1: every method under one budget and one suite", header, body)
+
+
+def table2(rows: list[RowScores]) -> Table:
+    lengths = sorted({n for row in rows for n in row.ppl_by_length})
+    header = ["Method", "Train len", "Exact", *[_length(n) for n in lengths]]
+    body = [
+        [row.label, _length(row.train_length), _yes(row.exact), *[_number(row.ppl_by_length.get(n)) for n in lengths]]
+        for row in rows
+    ]
+    return Table("table2", "Table 2: perplexity by evaluation length", header, body)
+
+
+def ruler_table(rows: list[RowScores]) -> Table:
+    lengths = sorted({n for row in rows for n in row.ruler_by_length})
+    header = ["Method", "Train len", *[_length(n) for n in lengths], "Avg"]
+    body = [
+        [
+            row.label,
+            _length(row.train_length),
+            *[_number(row.ruler_by_length.get(n)) for n in lengths],
+            _number(row.ruler.value),
+        ]
+        for row in rows
+    ]
+    return Table("ruler_by_length", "RULER by length (mean over its tasks, %)", header, body)
+
+
+def correlations(rows: list[RowScores], columns: list[str]) -> dict[str, dict]:
+    """Kendall's tau between PPL and each downstream column, over the methods that have both."""
+    found = {}
+    for column in DOWNSTREAM:
+        if column in columns and "ppl" in columns:
+            found[column] = kendall_tau([r.ppl.value for r in rows], [getattr(r, column).value for r in rows])
+    return found
+
+
+def correlation_table(found: dict[str, dict]) -> Table:
+    body = [[COLUMNS[c].title, _number(v["tau"], 3), _number(v["p_value"], 4), str(v["n"])] for c, v in found.items()]
+    return Table("kendall", "Kendall's tau between PPL and each score", ["Score", "tau", "p-value", "methods"], body)
+
+
+def markdown(table: Table) -> str:
+    lines = [f"### {table.title}", "", "| " + " | ".join(table.header) + " |"]
+    lines.append("|" + "|".join("---" for _ in table.header) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(rows: list[RowScores], columns: list[str], folder: Path) -> dict[str, Path]:
+    """tables.md, <table>.csv for each table and study.json; returns the paths by name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    found = correlations(rows, columns)
+    tables = [table1(rows, columns)]
+    if "ppl" in columns:
+        tables.append(table2(rows))
+    if "ruler" in columns:
+        tables.append(ruler_table(rows))
+    if found:
+        tables.append(correlation_table(found))
+    written = {}
+    for table in tables:
+        path = folder / f"{table.name}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as sink:
+            writer = csv.writer(sink)
+            writer.writerow(table.header)
+            writer.writerows(table.rows)
+        written[table.name] = path
+    notes = (
+        "Scores in percent (Needle, Mshots, RULER) with 95% intervals (Wilson's over the samples, else lm-eval's "
+        "standard error) where the score is a mean over samples; PPL at the longest evaluation length.\n"
+    )
+    page = folder / "tables.md"
+    page.write_text("\n".join(markdown(t) for t in tables) + "\n" + notes, encoding="utf-8")
+    written["markdown"] = page
+    record = {
+        "rows": [dataclasses.asdict(r) for r in rows],
+        "columns": columns,
+        "kendall": found,
+    }
+    data = folder / "study.json"
+    data.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+    written["json"] = data
+    return written
