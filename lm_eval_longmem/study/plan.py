@@ -196,15 +196,14 @@ def _model_args(study: Study, row: Row, training: TrainingJob | None, part: Eval
 
 def _check_method(study: Study, job: EvalJob) -> None:
     """The wrapper's own checks of the method, its arguments and any other model argument (what
-    `--model longmem` says at start-up). The suite part's own model args (LongBench's
-    `max_length` and `overlength`) are the study's, not the user's, and are left to lm_eval."""
+    `--model longmem` says at start-up), the suite part's own (LongBench's `max_length` and
+    `overlength=middle`) included."""
     from lm_eval_longmem.errors import LongMemError
     from lm_eval_longmem.harness.preflight import check_method_arguments
     from lm_eval_longmem.harness.run_name import run_folder_name
 
-    own = {k: v for k, v in job.model_args.items() if k not in job.part.model_args or k in job.row.args}
     try:
-        check_method_arguments(own)
+        check_method_arguments(job.model_args)
         run_folder_name(job.model_args)
     except LongMemError as err:
         raise StudyConfigError(f"{study.source}: row {job.row.label}: {err}") from None
