@@ -1,0 +1,108 @@
+"""Landmark Attention's retrieval attention for many windows at once, in PyTorch.
+
+Every query reads two things under one grouped softmax (`reference.py`): the k blocks it chose,
+fetched from a block store by index (as paged attention reads pages), and its own window up to
+itself. The windows are consecutive runs of W positions of one row, each starting on a block
+boundary, so a window's landmarks are its positions W-relative ``B - 1, 2B - 1, ...``.
+
+Arguments (H query heads reading Hkv key-value heads, query head h reads h // (H // Hkv)):
+
+* ``slot_queries [H, N, k, d]``: each query rotated for each of its slots (the retrieved keys are
+  stored rotated by their offset in the block, so the query carries the slot's position);
+* ``window_queries [H, N, d]``, ``window_keys``, ``window_values [Hkv, N, d]`` (rotated at their
+  places in the window; N is a multiple of W);
+* ``store_keys``, ``store_values [Hkv, n, B, d]``: the block store, landmarks last in each block;
+* ``chosen [H, N, k]`` block indices and ``slot_valid [H, N, k]``: a query with fewer than k
+  blocks to choose from leaves the rest of its slots invalid; an invalid slot reads nothing.
+
+Scores are ``soft_cap(q.k * scaling)`` computed in the inputs' dtype and turned to float32 before
+the softmax, as the window-by-window sequence does. This path gathers the chosen blocks, so it
+goes through the windows in pieces whose gather fits `GATHER_BUDGET_BYTES`; the Triton kernel
+reads the blocks where they lie.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .dispatch import grouped_softmax
+
+# Memory the chosen blocks' keys and values may take at once ([2, H, windows, W, k, B, d]).
+GATHER_BUDGET_BYTES = 256 * 2**20
+
+
+def soft_cap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
+    return logits if not cap else torch.tanh(logits / cap) * cap
+
+
+def retrieval_attention(
+    slot_queries: torch.Tensor,
+    window_queries: torch.Tensor,
+    window_keys: torch.Tensor,
+    window_values: torch.Tensor,
+    store_keys: torch.Tensor,
+    store_values: torch.Tensor,
+    chosen: torch.Tensor,
+    slot_valid: torch.Tensor,
+    window: int,
+    scaling: float,
+    softcap: float | None = None,
+) -> torch.Tensor:
+    """Attention output [H, N, d] (see the module docstring)."""
+    heads, length, k, dim = slot_queries.shape
+    block_size = store_keys.shape[2]
+    if length % window or window % block_size:
+        raise ValueError(f"{length} queries are not whole windows of {window} in blocks of {block_size}")
+    windows = length // window
+    store = torch.stack([store_keys, store_values]).flatten(1, 2)  # [2, Hkv * n, B, d]: one gather for both
+    per_window = 2 * heads * window * k * block_size * dim * store_keys.element_size()
+    step = max(1, min(windows, GATHER_BUDGET_BYTES // max(per_window, 1)))
+    pieces = []
+    for first in range(0, windows, step):
+        rows = slice(first * window, min(windows, first + step) * window)
+        pieces.append(
+            _windows(
+                slot_queries[:, rows],
+                window_queries[:, rows],
+                window_keys[:, rows],
+                window_values[:, rows],
+                store,
+                store_keys.shape[1],
+                chosen[:, rows],
+                slot_valid[:, rows],
+                window,
+                scaling,
+                softcap,
+            )
+        )
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+
+
+def _windows(slot_q, window_q, window_k, window_v, store, num_blocks, chosen, slot_valid, window, scaling, softcap):
+    heads, length, k, dim = slot_q.shape
+    kv_heads, block_size = window_k.shape[0], store.shape[2]
+    group, windows = heads // kv_heads, length // window
+    # window part: [Hkv, group, windows, W, d] against [Hkv, 1, windows, d, W]
+    wq = window_q.reshape(kv_heads, group, windows, window, dim)
+    wk = window_k.reshape(kv_heads, 1, windows, window, dim)
+    local = (wq @ wk.transpose(-1, -2)).reshape(heads, length, window)
+    # retrieved part: one gather of the chosen blocks' keys and values, query head h from KV head h // group
+    first_rows = (torch.arange(heads, device=chosen.device) // group * num_blocks)[:, None, None]
+    rows = (first_rows + chosen).flatten()
+    block_k, block_v = store.index_select(1, rows).unflatten(1, chosen.shape)  # [H, N, k, B, d] each
+    retrieved = (slot_q[:, :, :, None, :] @ block_k.transpose(-1, -2)).squeeze(-2)  # [H, N, k, B]
+    scores = soft_cap(torch.cat([retrieved.flatten(2), local], dim=-1).float() * scaling, softcap)
+    # an invalid slot's landmark gates its block shut: e^-inf = 0 of the block's weight
+    if k:
+        closed = F.pad((~slot_valid)[..., None], (block_size - 1, 0)).flatten(2)  # [H, N, kB]: landmarks
+        scores = torch.cat(
+            [scores[..., : k * block_size].masked_fill(closed, float("-inf")), scores[..., k * block_size :]], -1
+        )
+    weights = grouped_softmax(scores.view(heads, windows, window, -1), block_size).view(heads, length, -1)
+    weights = weights.to(slot_q.dtype)
+    wv = window_v.reshape(kv_heads, 1, windows, window, dim)
+    local_w = weights[..., k * block_size :].reshape(kv_heads, group, windows, window, window)
+    out = (local_w @ wv).reshape(heads, length, dim)
+    # [H, N, 1, kB] @ [H, N, kB, d]
+    return out + (weights[..., None, : k * block_size] @ block_v.flatten(2, 3)).squeeze(-2)
