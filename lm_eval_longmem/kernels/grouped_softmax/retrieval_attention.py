@@ -1,4 +1,5 @@
-"""Landmark Attention's retrieval attention for many windows at once, in PyTorch.
+"""Landmark Attention's retrieval attention for many windows at once: the PyTorch path (what the
+CPU runs) and the dispatch to the Triton kernel (`retrieval_triton.py`).
 
 Every query reads two things under one grouped softmax (`reference.py`): the k blocks it chose,
 fetched from a block store by index (as paged attention reads pages), and its own window up to
@@ -22,6 +23,9 @@ reads the blocks where they lie.
 """
 
 from __future__ import annotations
+
+import importlib.util
+import os
 
 import torch
 import torch.nn.functional as F
@@ -48,8 +52,16 @@ def retrieval_attention(
     window: int,
     scaling: float,
     softcap: float | None = None,
+    *,
+    backend: str = "auto",
 ) -> torch.Tensor:
-    """Attention output [H, N, d] (see the module docstring)."""
+    """Attention output [H, N, d] (see the module docstring). backend: "auto" (the Triton kernel for
+    CUDA tensors without gradients, else PyTorch), "triton" or "torch"."""
+    arguments = (slot_queries, window_queries, window_keys, window_values, store_keys, store_values, chosen, slot_valid)
+    if _use_triton(backend, arguments):
+        from .retrieval_triton import triton_retrieval_attention
+
+        return triton_retrieval_attention(*arguments, window, scaling, softcap)
     heads, length, k, dim = slot_queries.shape
     block_size = store_keys.shape[2]
     if length % window or window % block_size:
@@ -77,6 +89,20 @@ def retrieval_attention(
             )
         )
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+
+
+def _use_triton(backend: str, tensors) -> bool:
+    if backend not in ("auto", "triton", "torch"):
+        raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {backend!r}")
+    if backend == "torch":
+        return False
+    interpreted = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
+    if backend == "triton":
+        if not (tensors[0].is_cuda or interpreted):
+            raise RuntimeError("backend='triton' needs CUDA tensors (or TRITON_INTERPRET=1 to run the kernel on CPU)")
+        return True
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return tensors[0].is_cuda and not grad and importlib.util.find_spec("triton") is not None
 
 
 def _windows(slot_q, window_q, window_k, window_v, store, num_blocks, chosen, slot_valid, window, scaling, softcap):
