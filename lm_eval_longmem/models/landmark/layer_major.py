@@ -131,8 +131,8 @@ class LayerMajorLandmark:
         if self.selection == "max_over_tokens":
             probs = scores.masked_fill(~rows.visible, float("-inf")).softmax(dim=-1).nan_to_num(0.0)
             scores = probs.unflatten(1, (rows.windows, self.window)).cummax(dim=2).values.flatten(1, 2)
-        chosen = top_blocks(scores, K, rows.visible)
-        slots = torch.arange(K, device=chosen.device)
+        chosen = top_blocks(scores, min(K, rows.blocks), rows.visible)  # fewer slots when fewer blocks exist
+        slots = torch.arange(chosen.shape[-1], device=chosen.device)
         slot_valid = slots < rows.retrieved[:, None]  # [N, K]
         recent_block = chosen >= (rows.visible_blocks - rows.retrieved)[:, None]
         rotation = (rows.retrieved[:, None] + 1 - slots - recent_block.long()).clamp(1, K + 1)
