@@ -114,3 +114,28 @@ def test_retrieval_kernel_without_slots_is_window_attention():
     case.update(store_keys=case["store_keys"][:, :0], store_values=case["store_values"][:, :0])
     got = retrieval_attention(**case, backend="triton")
     assert torch.allclose(got, retrieval_attention(**case, backend="torch"), atol=1e-5)
+
+
+@pytest.mark.slow  # 15-30 s: every query and head is one interpreted program
+@needs_interpreter
+def test_layer_major_landmark_through_the_kernel_equals_the_window_by_window_sequence(monkeypatch):
+    """The whole scorer with the kernel in place of the PyTorch path (the GPU's route), two windows
+    and a partial third, fp32."""
+    from transformers import LlamaConfig
+
+    from lm_eval_longmem.models.landmark import layer_major
+    from lm_eval_longmem.models.landmark.sequence import LandmarkSequence
+    from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+    from tests.helpers.tiny_models import tiny_of, token_ids
+
+    decoder, ids = Decoder(tiny_of(LlamaConfig)), token_ids(47, seed=4)
+    sequence = LandmarkSequence(decoder, 4, 2, 20)
+    with torch.no_grad():
+        want = torch.cat([sequence.feed(ids[start : start + 20]) for start in range(0, len(ids), 20)])
+    monkeypatch.setattr(
+        layer_major,
+        "retrieval_attention",
+        lambda *args, **kwargs: retrieval_attention(*args, **kwargs, backend="triton"),
+    )
+    got = layer_major.LayerMajorLandmark(decoder, 4, 2, 20).hidden(ids)
+    assert torch.allclose(got, want, atol=2e-5)
