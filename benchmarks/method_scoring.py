@@ -265,7 +265,8 @@ def landmark_paths(pretrained: Path, args) -> list[dict]:
     """Landmark's layer-major scorer against the window-by-window one it replaced (still its
     reference) and vanilla, in one run: per T, the median seconds, the ratio to vanilla and the
     ops dispatched and host reads of one scoring call (tests/helpers/dispatch_counting.py: on a GPU
-    each computing op is a launch, each read a wait)."""
+    each computing op is a launch, each read a wait; Triton launches are not aten ops and are not
+    counted: one per layer for the retrieval kernel, one per piece and layer for the grouped softmax's)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.helpers
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
     from tests.helpers.dispatch_counting import count_dispatch
