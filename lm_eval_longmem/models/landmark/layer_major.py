@@ -122,9 +122,8 @@ class LayerMajorLandmark:
         scores = grouped_matmul(queries[:, :, K + 1], landmarks.transpose(1, 2))  # [H, N, n]
         recent_keys = landmarks[:, rows.recent_blocks.clamp(min=0)]  # [Hkv, windows, K, d]
         by_window = queries[:, :, 1 : K + 1].unflatten(1, (rows.windows, self.window))  # [H, windows, W, K, d]
-        recent = (by_window.unflatten(0, (landmarks.shape[0], -1)) * recent_keys[:, None, :, None]).sum(
-            -1
-        )  # [Hkv, G, windows, W, K]
+        by_kv_head = by_window.unflatten(0, (landmarks.shape[0], -1))  # [Hkv, G, windows, W, K, d]
+        recent = (by_kv_head * recent_keys[:, None, :, None]).sum(-1)  # [Hkv, G, windows, W, K]
         columns = rows.recent_columns.expand(heads, -1, -1)  # [H, N, K], hidden ones to a spare column
         scores = F.pad(scores, (0, 1)).scatter(-1, columns, recent.reshape(heads, rows.padded, K))[..., :-1]
         scores = soft_cap(scores * d.scaling, d.attn_softcap).float()
