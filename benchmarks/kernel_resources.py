@@ -1,8 +1,8 @@
 """Every tiled Triton kernel of the package (forgetting attention's four, the grouped softmax's
-two; not the split-decoding merge, one small row per program with no tiles to spill) compiled
-ahead of time for sm_80 and sm_90, with no GPU: registers, spill (stack) bytes and shared memory
-per autotune config (or per launch, for the grouped softmax's row kernels, whose warps grow with
-the row), and which GPUs each fits.
+two, Landmark's retrieval attention; not the split-decoding merge, one small row per program
+with no tiles to spill) compiled ahead of time for sm_80 and sm_90, with no GPU: registers,
+spill (stack) bytes and shared memory per autotune config (or per launch, for the grouped
+softmax's row kernels, whose warps grow with the row), and which GPUs each fits.
 
 A GPU is rarely lent to this project, so what only a compile shows (a config that spills, one that
 needs more shared memory than a device has, a kernel that no longer compiles) is found here. The
@@ -40,7 +40,10 @@ SHARED_MEMORY_LIMIT = {"A100 (sm_80)": 166_912, "H100/H200 (sm_90)": 232_448, "s
 LIMIT_TARGET = {"A100 (sm_80)": 80, "H100/H200 (sm_90)": 90, "sm_86/sm_89": 80}
 ATTENTION_KERNELS = ("forward", "delta", "dq", "dkdv")  # as captured_launches names them
 GROUPED_KERNELS = ("gs_forward", "gs_backward")  # Landmark Attention's grouped softmax
-KERNELS = ATTENTION_KERNELS + GROUPED_KERNELS
+RETRIEVAL_KERNELS = ("retrieval",)  # and its retrieval attention (blocks read from the store by index)
+KERNELS = ATTENTION_KERNELS + GROUPED_KERNELS + RETRIEVAL_KERNELS
+# Retrieval attention's block sizes: the study's 64 and the released weights' 51 (top_k 5, windows of 128).
+RETRIEVAL_BLOCKS = (64, 51)
 # Grouped-softmax score rows (keys, block size): the study's (512 + 6 x 64 keys: a 16x64 tile), the
 # released weights' blocks of 51 (no vector loads: not a multiple of 16) and the longest row the
 # dispatcher sends to Triton for each (dispatch.max_tile: 64x64 and 256x64). 128 queries, a window's worth.
@@ -79,6 +82,19 @@ class GroupedShape:
         return f"{self.keys} keys, B {self.block_size} ({blocks}x{pad})"
 
 
+@dataclass(frozen=True)
+class RetrievalShape:
+    """One retrieval-attention call: a window of 128 queries, top_k 5 blocks of ``block_size``."""
+
+    head_dim: int
+    block_size: int
+    dtype: str
+
+    @property
+    def name(self) -> str:
+        return f"k 5, B {self.block_size}, W 128"
+
+
 @dataclass
 class Row:
     kernel: str
@@ -95,10 +111,12 @@ class Row:
     error: str = ""
 
 
-def captured_launches(shape: Shape | GroupedShape) -> list[tuple[str, object, tuple, dict]]:
+def captured_launches(shape: Shape | GroupedShape | RetrievalShape) -> list[tuple[str, object, tuple, dict]]:
     """``(name, kernel, args, kwargs)`` of every launch one forward and backward make."""
     if isinstance(shape, GroupedShape):
         return _grouped_softmax_launches(shape)
+    if isinstance(shape, RetrievalShape):
+        return _retrieval_launches(shape)
     return _attention_launches(shape)
 
 
@@ -166,6 +184,32 @@ def _grouped_softmax_launches(shape: GroupedShape) -> list[tuple[str, object, tu
         weights.backward(torch.zeros_like(weights))
 
     return _intercepted(kernels, forward_and_backward)
+
+
+def _retrieval_launches(shape: RetrievalShape) -> list[tuple[str, object, tuple, dict]]:
+    import torch
+
+    from lm_eval_longmem.kernels.grouped_softmax import retrieval_triton as launcher
+
+    heads, kv_heads, window, k, blocks = 4, 2, 128, 5, 8
+    dtype, d = getattr(torch, shape.dtype), shape.head_dim
+
+    def forward():
+        launcher.triton_retrieval_attention(
+            torch.zeros(heads, window, k, d, dtype=dtype),
+            torch.zeros(heads, window, d, dtype=dtype),
+            torch.zeros(kv_heads, window, d, dtype=dtype),
+            torch.zeros(kv_heads, window, d, dtype=dtype),
+            torch.zeros(kv_heads, blocks, shape.block_size, d, dtype=dtype),
+            torch.zeros(kv_heads, blocks, shape.block_size, d, dtype=dtype),
+            torch.zeros(heads, window, k, dtype=torch.long),
+            torch.ones(heads, window, k, dtype=torch.bool),
+            window,
+            d**-0.5,
+            None,
+        )
+
+    return _intercepted({"retrieval": launcher.retrieval_attention_kernel}, forward)
 
 
 def _config_label(config, kwargs: dict) -> str:
@@ -377,6 +421,7 @@ def main(argv=None) -> int:
         GroupedShape(keys, block, t)
         for (keys, block), t in itertools.product(args.grouped_rows or GROUPED_ROWS, dtypes)
     ]
+    shapes += [RetrievalShape(d, b, t) for d, b, t in itertools.product(head_dims, RETRIEVAL_BLOCKS, dtypes)]
     tasks = tasks_for(shapes, args.kernels, args.default_config_only, args.targets)
     print(f"compiling {len(tasks)} kernel/config/target combinations on {args.jobs} processes", flush=True)
     start = time.perf_counter()
@@ -401,7 +446,8 @@ def main(argv=None) -> int:
         f"({elapsed * args.jobs / 60:.0f} CPU-minutes): `{command}`. Forgetting attention: prefill and, unless "
         "left out, padded prefill and decode (one query, not split because these launches keep gradients), only "
         "the configs the autotuner considers for each dtype, head dim and phase. Grouped softmax: 128 query rows "
-        "of each row length (shape: keys, block size, the [blocks, B] tile). Spill B is the stack frame ptxas "
+        "of each row length (shape: keys, block size, the [blocks, B] tile). Retrieval attention: a window of 128 "
+        "queries, top_k 5, blocks of 64 and 51, per head dim and dtype. Spill B is the stack frame ptxas "
         "reserves (local-memory spills). sm_80 compiles need less shared memory than sm_90 ones; the pruner's "
         "estimate follows the sm_90 layout, so it is conservative on sm_80 and sm_86/89."
     )

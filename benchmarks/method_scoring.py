@@ -42,6 +42,10 @@ config) against a Llama of that shape with one key/value head per query head (Fo
 grouped-query attention), vanilla; target FoX <= 1.2x. The FoX package's own Transformer
 baseline (RoPE, no gate, FoX's attention kernel) is timed beside them for reference.
 
+Landmark's layer-major scorer against its window-by-window reference (`--landmark-paths`): both
+and vanilla on the same model and request, per T the time, its ratio to vanilla, and the aten ops
+dispatched and host reads of one call (on a GPU, launches and waits).
+
 A method that fails at some T (out of memory, refused) gets its error in its row; the others go
 on. Methods run one after another (not alternated): read CPU ratios on a shared machine with
 care; the targets are meant for the GPU run.
@@ -49,6 +53,7 @@ care; the targets are meant for the GPU run.
     python benchmarks/method_scoring.py --device cuda --out-json p11.json      # 1B model, T = 4096 16384
     nice -n 5 python benchmarks/method_scoring.py --tiny --device cpu          # tiny model, T = 256 512
     python benchmarks/method_scoring.py --device cuda --methods pi yarn --lengths 8192 --skip-fox
+    python benchmarks/method_scoring.py --device cuda --methods landmark --skip-fox --landmark-paths
 """
 
 from __future__ import annotations
@@ -253,6 +258,56 @@ def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_na
     return rows
 
 
+LANDMARK_PATHS = ("vanilla", "landmark", "landmark (window by window)")
+
+
+def landmark_paths(pretrained: Path, args) -> list[dict]:
+    """Landmark's layer-major scorer against the window-by-window one it replaced (still its
+    reference) and vanilla, in one run: per T, the median seconds, the ratio to vanilla and the
+    ops dispatched and host reads of one scoring call (models/runtime/dispatch_count.py: on a GPU
+    each computing op is a launch, each read a wait; Triton launches are not aten ops and are not
+    counted: one per layer for the retrieval kernel, one per piece and layer for the grouped softmax's)."""
+    from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
+    from lm_eval_longmem.models.runtime.dispatch_count import count_dispatch
+
+    models = {
+        name: LongMemLM(
+            pretrained=str(pretrained),
+            device=args.device,
+            dtype=args.dtype,
+            batch_size=1,
+            method=name,
+            **method_arguments(name, args),
+        )
+        for name in ("vanilla", "landmark")
+    }
+    layer_major = models["landmark"].scorer.layer_major
+    rows = []
+    for T in args.lengths:
+        one = request(T, args.continuation, args.vocab)
+        for label in LANDMARK_PATHS:
+            lm = models[label.split()[0]]
+            if label.endswith("(window by window)"):
+                lm.scorer.layer_major = None
+            try:
+                row = {"path": label, "T": T, **time_scoring(lm, one, args.repeats, args.device)}
+                counted, _ = count_dispatch(lm._loglikelihood_tokens, [one], disable_tqdm=True)
+                row.update(ops=counted.ops, host_reads=counted.host_reads)
+            finally:
+                lm.scorer.layer_major = layer_major if label.startswith("landmark") else None
+            rows.append(row)
+        base = next(r for r in rows if r["T"] == T and r["path"] == "vanilla")
+        for row in rows[-len(LANDMARK_PATHS) :]:
+            row["time_ratio"] = row["seconds"] / base["seconds"]
+            print(
+                f"  {row['path']:>28} T={T:>6}: {row['seconds']:.4f} s, {row['time_ratio']:.2f}x vanilla, "
+                f"{row['ops']:,} ops, {row['host_reads']} host reads",
+                flush=True,
+            )
+        release(args.device)
+    return rows
+
+
 def compare(rows: list[dict], baseline: str, targets: dict) -> None:
     """Time and memory ratios of each row to the baseline's row at the same T, and the verdict."""
     reference = {r["T"]: r for r in rows if r["method"] == baseline and "error" not in r}
@@ -379,6 +434,12 @@ def parse_args(argv=None):
     parser.add_argument("--budget", type=int, help="bounded caches' max_context_length (default C/2)")
     parser.add_argument("--chunk", type=int, help="bounded caches' chunk_size (default min(512, budget/4))")
     parser.add_argument("--segment", type=int, help="infini's segment_length (default min(2048, C/2))")
+    parser.add_argument(
+        "--landmark-paths",
+        action="store_true",
+        help="also time landmark's layer-major scorer against its window-by-window one and vanilla, with the "
+        "ops dispatched and host reads of one call (use with --methods landmark to skip the others)",
+    )
     parser.add_argument("--workdir", help="where the random models are saved (default: a temporary directory)")
     parser.add_argument("--out-json", help="also write the rows and the setup here")
     parser.add_argument(
@@ -453,6 +514,7 @@ def main(argv=None) -> dict:
         compare(rows, "vanilla", TARGETS)
         compare_siblings(rows)
         stated_step = stated_clm_step_figures(llama_dir, args) if args.stated_step else None
+        paths = landmark_paths(llama_dir, args) if args.landmark_paths else []
         fox_rows, fox_setup = [], None
         if not args.skip_fox:
             longest = max(args.lengths)  # no RoPE limit to refuse at: C = the longest T for all three
@@ -483,6 +545,7 @@ def main(argv=None) -> dict:
         "targets": {**TARGETS, FOX: FOX_TARGET},
         "rows": rows + fox_rows,
         "stated_clm_step": stated_step,
+        "landmark_paths": paths,
     }
     if args.out_json:
         Path(args.out_json).write_text(json.dumps(result, indent=1, default=str))

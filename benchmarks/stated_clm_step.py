@@ -5,7 +5,7 @@ vanilla, stated-CLM on the chunk runner for every chunk (the path before the ste
 with the step (eager; and compiled by inductor with `--stated-compiled`, after one compiling call).
 Per row: seconds (median of the timed calls), the ratio to vanilla, the computing ops dispatched
 and the host reads (a `TorchDispatchMode` count: on a GPU each op is a kernel launch and each host
-read drains the queue; tests/helpers/dispatch_counting.py), and for the step the graph breaks
+read drains the queue; lm_eval_longmem/models/runtime/dispatch_count.py), and for the step the graph breaks
 dynamo finds when it traces it (`torch._dynamo.explain`, autograd ops traced). Counts are exact;
 times on a shared CPU are noisy, so read the ratios, which come from one run.
 """
@@ -13,13 +13,9 @@ times on a shared CPU are noisy, so read the ratios, which come from one run.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.helpers
-
-from tests.helpers.dispatch_counting import DispatchCounter  # noqa: E402
+from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 
 
 def timed_and_counted(lm, one_request, repeats: int, count: bool = True) -> dict:
@@ -33,9 +29,9 @@ def timed_and_counted(lm, one_request, repeats: int, count: bool = True) -> dict
         seconds.append(time.perf_counter() - start)
     if not count:
         return {"seconds": statistics.median(seconds), "ops": None, "host_reads": None}
-    with DispatchCounter() as counter:
+    with DispatchCount() as counter:
         lm._loglikelihood_tokens([one_request], disable_tqdm=True)
-    return {"seconds": statistics.median(seconds), "ops": counter.total_ops, "host_reads": counter.total_host_reads}
+    return {"seconds": statistics.median(seconds), "ops": counter.ops, "host_reads": counter.host_reads}
 
 
 def graph_breaks(scorer, method) -> int:

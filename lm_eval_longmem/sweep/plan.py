@@ -70,8 +70,8 @@ def check_runs(runs: list[Run], config: SweepConfig) -> None:
     the model's local config, and the task names (`longmem_pasky`, with lm-eval's closest ones)."""
     from lm_eval_longmem.errors import UsageError
     from lm_eval_longmem.harness.cli_mistakes import unknown_tasks_message
-    from lm_eval_longmem.harness.preflight import check_method_arguments
     from lm_eval_longmem.harness.lm_eval_patches import install, triggered_by
+    from lm_eval_longmem.harness.preflight import check_method_arguments
 
     seen = set()
     for run in runs:

@@ -17,7 +17,8 @@ pytest.importorskip("triton")
 
 def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     """The default config of the forward, delta, dq and dk/dv kernels, bf16, D 64, and the grouped
-    softmax's forward and backward on the study's row (896 keys in blocks of 64), compiled for sm_90
+    softmax's forward and backward on the study's row (896 keys in blocks of 64), and the retrieval
+    attention (blocks of 64 and 51), compiled for sm_90
     in a fresh process (the interpreter mode other tests set must not leak in)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(REPO)}
     rows_file = tmp_path / "rows.json"
@@ -48,7 +49,7 @@ def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = {row["kernel"]: row for row in json.loads(rows_file.read_text())}
-    assert set(rows) == {"forward", "delta", "dq", "dkdv", "gs_forward", "gs_backward"}
+    assert set(rows) == {"forward", "delta", "dq", "dkdv", "gs_forward", "gs_backward", "retrieval"}
     for row in rows.values():
         assert not row["error"] and 0 < row["registers"] <= 255 and row["shared_bytes"] > 0
     for name in ("gs_forward", "gs_backward"):  # a 16x64 tile on 4 warps: 8 cells a thread, no spills
@@ -59,6 +60,7 @@ def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     assert 16 * 1024 < rows["forward"]["shared_bytes"] <= 232_448
     assert "| forward | prefill | 64 | bfloat16 |" in result.stdout
     assert "| gs_forward | 896 keys, B 64 (16x64) | - | bfloat16 | fixed w4 |" in result.stdout
+    assert "| retrieval | k 5, B 51, W 128 | 64 | bfloat16 | fixed |" in result.stdout
 
 
 def test_the_table_marks_a_config_that_exceeds_a_devices_shared_memory(tmp_path):

@@ -3,6 +3,7 @@ PyTorch path against the reference, forward and gradient."""
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
@@ -12,7 +13,9 @@ from lm_eval_longmem.kernels.grouped_softmax import (
     block_bias_grouped_softmax,
     grouped_softmax,
     reference_grouped_softmax,
+    retrieval_attention,
 )
+from tests.helpers.retrieval_attention_cases import random_case, written_out
 
 
 def test_closed_form_on_a_hand_case():
@@ -75,3 +78,21 @@ def test_pytorch_path_stays_finite_at_large_scores():
 def test_a_block_needs_a_token_beside_its_landmark(block_size):
     with pytest.raises(ValueError, match="block_size must be at least 2"):
         grouped_softmax(torch.zeros(3, 3), block_size)
+
+
+@pytest.mark.parametrize("softcap", [None, 2.0])
+@pytest.mark.parametrize("block, window", [(4, 8), (3, 9)])
+def test_retrieval_attention_equals_the_grouped_softmax_written_out(softcap, block, window):
+    """Chosen blocks read by index, invalid slots read nothing, the window causal, GQA: fp32 against
+    float64 query by query (summation order only)."""
+    case = random_case(block=block, window=window)
+    got = retrieval_attention(**case, softcap=softcap, backend="torch")
+    assert torch.allclose(got.double(), written_out(case, softcap), atol=1e-5)
+
+
+def test_retrieval_attention_goes_through_pieces_unchanged(monkeypatch):
+    module = importlib.import_module("lm_eval_longmem.kernels.grouped_softmax.retrieval_attention")
+    case = random_case(windows=5)
+    whole = retrieval_attention(**case, backend="torch")
+    monkeypatch.setattr(module, "GATHER_BUDGET_BYTES", 1)  # one window per piece
+    assert torch.allclose(retrieval_attention(**case, backend="torch"), whole, atol=1e-6)

@@ -1,5 +1,6 @@
-"""The grouped-softmax Triton kernels against the reference on CPU, through the Triton interpreter
-(see test_forgetting_attention_triton.py for why a fresh process may be needed)."""
+"""The grouped-softmax and retrieval-attention Triton kernels against the reference and the
+PyTorch path on CPU, through the Triton interpreter (see test_forgetting_attention_triton.py for
+why a fresh process may be needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import sys
 import pytest
 import torch
 
-from lm_eval_longmem.kernels.grouped_softmax import choose_backend, grouped_softmax, reference_grouped_softmax
+from lm_eval_longmem.kernels.grouped_softmax import (
+    choose_backend,
+    grouped_softmax,
+    reference_grouped_softmax,
+    retrieval_attention,
+)
+from tests.helpers.retrieval_attention_cases import random_case, written_out
 
 
 def _interpreted() -> bool:
@@ -76,3 +83,59 @@ def test_rows_that_would_spill_are_not_sent_to_the_kernels():
     assert choose_backend("triton", scores, 64) == "triton"
     with pytest.raises(RuntimeError, match="blocks of 51 is longer than one tile"):
         choose_backend("triton", scores, 51)
+
+
+@needs_interpreter
+@pytest.mark.parametrize(
+    "shape, softcap, dtype",
+    [
+        (dict(), None, torch.float32),
+        (dict(block=3, window=9, dim=6), 2.0, torch.float32),  # a block and a head size that are not powers of two
+        (dict(heads=2, kv_heads=2, k=3), None, torch.float16),
+    ],
+)
+def test_retrieval_kernel_matches_the_pytorch_path(shape, softcap, dtype):
+    case = random_case(dtype=dtype, **shape)
+    got = retrieval_attention(**case, softcap=softcap, backend="triton")
+    want = retrieval_attention(**case, softcap=softcap, backend="torch")
+    assert got.dtype == dtype
+    assert torch.allclose(got.double(), written_out(case, softcap), atol=1e-5 if dtype == torch.float32 else 2e-2)
+    assert torch.allclose(got.float(), want.float(), atol=1e-5 if dtype == torch.float32 else 2e-2)
+
+
+@needs_interpreter
+def test_retrieval_kernel_without_slots_is_window_attention():
+    case = random_case(k=2)
+    case.update(
+        slot_queries=case["slot_queries"][:, :, :0],
+        chosen=case["chosen"][:, :, :0],
+        slot_valid=case["slot_valid"][:, :, :0],
+    )
+    case.update(store_keys=case["store_keys"][:, :0], store_values=case["store_values"][:, :0])
+    got = retrieval_attention(**case, backend="triton")
+    assert torch.allclose(got, retrieval_attention(**case, backend="torch"), atol=1e-5)
+
+
+@pytest.mark.slow  # 15-30 s: every query and head is one interpreted program
+@needs_interpreter
+def test_layer_major_landmark_through_the_kernel_equals_the_window_by_window_sequence(monkeypatch):
+    """The whole scorer with the kernel in place of the PyTorch path (the GPU's route), two windows
+    and a partial third, fp32."""
+    from transformers import LlamaConfig
+
+    from lm_eval_longmem.models.landmark import layer_major
+    from lm_eval_longmem.models.landmark.sequence import LandmarkSequence
+    from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+    from tests.helpers.tiny_models import tiny_of, token_ids
+
+    decoder, ids = Decoder(tiny_of(LlamaConfig)), token_ids(47, seed=4)
+    sequence = LandmarkSequence(decoder, 4, 2, 20)
+    with torch.no_grad():
+        want = torch.cat([sequence.feed(ids[start : start + 20]) for start in range(0, len(ids), 20)])
+    monkeypatch.setattr(
+        layer_major,
+        "retrieval_attention",
+        lambda *args, **kwargs: retrieval_attention(*args, **kwargs, backend="triton"),
+    )
+    got = layer_major.LayerMajorLandmark(decoder, 4, 2, 20).hidden(ids)
+    assert torch.allclose(got, want, atol=2e-5)

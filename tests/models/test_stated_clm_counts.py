@@ -1,4 +1,4 @@
-"""What a stated-CLM scoring call dispatches, counted on the CPU (tests/helpers/dispatch_counting.py):
+"""What a stated-CLM scoring call dispatches, counted on the CPU (models/runtime/dispatch_count.py):
 on a GPU each computing op is a kernel launch and each host read a stall of the queue.
 
 Once the cache is full, every chunk adds the same number of ops: a fixed part (the merge of every
@@ -13,8 +13,8 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from lm_eval_longmem.models.method_registry import build_method
+from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
-from tests.helpers.dispatch_counting import DispatchCounter
 from tests.helpers.tiny_models import token_ids
 
 ARGS = {"max_context_length": 21, "chunk_size": 6, "sink_length": 3}
@@ -40,7 +40,7 @@ def llama(layers: int):
     return AutoModelForCausalLM.from_config(config).eval()
 
 
-def counted(layers: int) -> list[DispatchCounter]:
+def counted(layers: int) -> list[DispatchCount]:
     model = llama(layers)
     method = build_method("statedclm", ARGS)
     method.prepare_model(model)
@@ -49,7 +49,7 @@ def counted(layers: int) -> list[DispatchCounter]:
     for length in (LENGTHS[-1], *LENGTHS):  # the first call fills the tables made once (RoPE, eq. 19's decay)
         row = token_ids(length + 1, seed=length)
         span = ScoredSpan(length - 3, tuple(row[length - 2 :]))  # two targets, in the last chunk
-        with DispatchCounter() as counter:
+        with DispatchCount() as counter:
             scorer.score(torch.tensor([row]), [span])
         counters.append(counter)
     return counters[1:]
@@ -58,7 +58,7 @@ def counted(layers: int) -> list[DispatchCounter]:
 @pytest.mark.parametrize("layers", [2, 4])
 def test_each_steady_chunk_dispatches_a_fixed_number_of_ops(layers):
     counters = counted(layers)
-    growth = [later.total_ops - earlier.total_ops for earlier, later in zip(counters, counters[1:])]
+    growth = [later.ops - earlier.ops for earlier, later in zip(counters, counters[1:])]
     # the first steady chunk also stacks the runner's caches (3 ops: keys, values, counts)
     assert growth == [PER_CHUNK + PER_LAYER * layers + 3] + [PER_CHUNK + PER_LAYER * layers] * 2
 
@@ -66,4 +66,4 @@ def test_each_steady_chunk_dispatches_a_fixed_number_of_ops(layers):
 @pytest.mark.parametrize("layers", [2, 4])
 def test_no_host_reads_in_the_steady_state(layers):
     for counter in counted(layers):
-        assert dict(counter.host_reads) == {"aten._local_scalar_dense": SCORE_READS}, counter.host_reads
+        assert dict(counter.reads_by_op) == {"_local_scalar_dense": SCORE_READS}, counter.reads_by_op

@@ -45,14 +45,22 @@ class BlockChooser:
 TIE_TOLERANCE = 1e-5
 
 
-def top_blocks(scores: torch.Tensor, k: int) -> torch.Tensor:
+def top_blocks(scores: torch.Tensor, k: int, visible: torch.Tensor | None = None) -> torch.Tensor:
     """Indices of the k highest scores, ascending; ties for the last places go to the most recent blocks.
+
+    `visible` (bool, broadcast to scores) limits the choice to some blocks, for rows that see fewer
+    blocks than there are columns (layer_major.py: every window's queries in one call). A row with
+    fewer than k visible blocks takes all of them; its remaining places hold hidden blocks, whose
+    indices are above every visible one (the visible blocks of a row are a prefix), so they come
+    last and the caller masks them.
 
     Ties are built in: at the first layer every landmark key is the same token's embedding, and all
     blocks older than the last k are scored at one shared position, so their scores are equal up to
     float rounding, which differs with the number of queries in a pass. `torch.topk` would break
     them by that rounding; breaking them by recency makes the choice the same whether a window is
     fed whole or token by token (generation equals teacher forcing)."""
+    if visible is not None:
+        scores = scores.masked_fill(~visible, float("-inf"))
     kth = scores.topk(k, dim=-1).values[..., -1:]
     tolerance = TIE_TOLERANCE * (1 + kth.abs())
     # Fewer than k scores are surely above the k-th, so all of them are kept; the other places go to
@@ -61,4 +69,6 @@ def top_blocks(scores: torch.Tensor, k: int) -> torch.Tensor:
     recency = torch.arange(n, device=scores.device)
     priority = torch.where(scores >= kth - tolerance, recency, -1)
     priority = torch.where(scores > kth + tolerance, n, priority)
+    if visible is not None:
+        priority = torch.where(visible, torch.where(kth == float("-inf"), n, priority), -1)
     return priority.topk(k, dim=-1).indices.sort(dim=-1).values

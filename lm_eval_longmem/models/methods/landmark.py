@@ -152,9 +152,16 @@ class Landmark(LongMemMethod):
 
     # --- hooks -----------------------------------------------------------------------------
     def make_scorer(self, model):
+        from lm_eval_longmem.models.landmark.layer_major import LayerMajorLandmark
         from lm_eval_longmem.models.landmark.scorer import LandmarkScorer
+        from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
-        return LandmarkScorer(self._sequence_factory(model), self.layout.landmark_id, self.landmark_in_loss)
+        start = self._sequence_factory(model)  # prepares the layout
+        args = self.args
+        layer_major = LayerMajorLandmark(
+            Decoder(model, WHO), self.block_size, args.top_k, self.window, args.selection, args.retrieval
+        )
+        return LandmarkScorer(start, self.layout.landmark_id, self.landmark_in_loss, layer_major)
 
     def make_generator(self, model, tokenizer):
         from lm_eval_longmem.models.landmark.generator import LandmarkGenerator

@@ -1,0 +1,151 @@
+"""Landmark Attention's retrieval attention for many windows at once: the PyTorch path (what the
+CPU runs) and the dispatch to the Triton kernel (`retrieval_triton.py`).
+
+Every query reads two things under one grouped softmax (`reference.py`): the k blocks it chose,
+fetched from a block store by index (as paged attention reads pages), and its own window up to
+itself. The windows are consecutive runs of W positions of one row, each starting on a block
+boundary, so a window's landmarks are its positions W-relative ``B - 1, 2B - 1, ...``.
+
+Arguments (H query heads reading Hkv key-value heads, query head h reads h // (H // Hkv)):
+
+* ``slot_queries [H, N, k, d]``: each query rotated for each of its slots (the retrieved keys are
+  stored rotated by their offset in the block, so the query carries the slot's position);
+* ``window_queries [H, N, d]``, ``window_keys``, ``window_values [Hkv, N, d]`` (rotated at their
+  places in the window; N is a multiple of W);
+* ``store_keys``, ``store_values [Hkv, n, B, d]``: the block store, landmarks last in each block;
+* ``chosen [H, N, k]`` block indices and ``slot_valid [H, N, k]``: a query with fewer than k
+  blocks to choose from leaves the rest of its slots invalid; an invalid slot reads nothing.
+
+Scores are ``soft_cap(q.k * scaling)`` computed in the inputs' dtype and turned to float32 before
+the softmax, as the window-by-window sequence does. This path gathers the chosen blocks, so it
+goes through the windows in pieces whose gather fits `GATHER_BUDGET_BYTES`; the Triton kernel
+reads the blocks where they lie.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import torch
+import torch.nn.functional as F
+
+from .dispatch import grouped_softmax
+
+# Memory the chosen blocks' keys and values may take at once ([2, H, windows, W, k, B, d]). On the
+# CPU a gather that falls out of the caches costs more than the ops it saves (a 2-layer Llama of
+# hidden 256, blocks of 64, top_k 5, 2,080 tokens: 9.3 s with pieces of 256 MiB, against 3.9 s
+# window by window), so pieces there stay small, and are written into one reused buffer: a fresh
+# gather that large is returned to the system and page-faulted back in on every piece.
+GATHER_BUDGET_BYTES = 512 * 2**20
+CPU_GATHER_BUDGET_BYTES = 32 * 2**20
+
+
+def soft_cap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
+    return logits if not cap else torch.tanh(logits / cap) * cap
+
+
+def retrieval_attention(
+    slot_queries: torch.Tensor,
+    window_queries: torch.Tensor,
+    window_keys: torch.Tensor,
+    window_values: torch.Tensor,
+    store_keys: torch.Tensor,
+    store_values: torch.Tensor,
+    chosen: torch.Tensor,
+    slot_valid: torch.Tensor,
+    window: int,
+    scaling: float,
+    softcap: float | None = None,
+    *,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """Attention output [H, N, d] (see the module docstring). backend: "auto" (the Triton kernel for
+    CUDA tensors without gradients, else PyTorch), "triton" or "torch"."""
+    arguments = (slot_queries, window_queries, window_keys, window_values, store_keys, store_values, chosen, slot_valid)
+    if _use_triton(backend, arguments):
+        from .retrieval_triton import triton_retrieval_attention
+
+        return triton_retrieval_attention(*arguments, window, scaling, softcap)
+    heads, length, k, dim = slot_queries.shape
+    block_size = store_keys.shape[2]
+    if length % window or window % block_size:
+        raise ValueError(f"{length} queries are not whole windows of {window} in blocks of {block_size}")
+    windows = length // window
+    store = torch.stack([store_keys, store_values]).flatten(1, 2)  # [2, Hkv * n, B, d]: one gather for both
+    per_window = 2 * heads * window * k * block_size * dim * store_keys.element_size()
+    budget = GATHER_BUDGET_BYTES if store.is_cuda else CPU_GATHER_BUDGET_BYTES
+    step = max(1, min(windows, budget // max(per_window, 1)))
+    reusable = not (torch.is_grad_enabled() and store.requires_grad)  # out= takes no part in autograd
+    buffer = store.new_empty(2 * heads * step * window * k * block_size * dim) if reusable and k else None
+    pieces = []
+    for first in range(0, windows, step):
+        rows = slice(first * window, min(windows, first + step) * window)
+        pieces.append(
+            _windows(
+                slot_queries[:, rows],
+                window_queries[:, rows],
+                window_keys[:, rows],
+                window_values[:, rows],
+                store,
+                store_keys.shape[1],
+                chosen[:, rows],
+                slot_valid[:, rows],
+                window,
+                scaling,
+                softcap,
+                buffer,
+            )
+        )
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+
+
+def _use_triton(backend: str, tensors) -> bool:
+    if backend not in ("auto", "triton", "torch"):
+        raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {backend!r}")
+    if backend == "torch":
+        return False
+    interpreted = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
+    if backend == "triton":
+        if not (tensors[0].is_cuda or interpreted):
+            raise RuntimeError("backend='triton' needs CUDA tensors (or TRITON_INTERPRET=1 to run the kernel on CPU)")
+        return True
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return tensors[0].is_cuda and not grad and importlib.util.find_spec("triton") is not None
+
+
+def _windows(
+    slot_q, window_q, window_k, window_v, store, num_blocks, chosen, slot_valid, window, scaling, softcap, buffer
+):
+    heads, length, k, dim = slot_q.shape
+    kv_heads, block_size = window_k.shape[0], store.shape[2]
+    group, windows = heads // kv_heads, length // window
+    # window part: [Hkv, group, windows, W, d] against [Hkv, 1, windows, d, W]
+    wq = window_q.reshape(kv_heads, group, windows, window, dim)
+    wk = window_k.reshape(kv_heads, 1, windows, window, dim)
+    local = (wq @ wk.transpose(-1, -2)).reshape(heads, length, window)
+    # retrieved part: one gather of the chosen blocks' keys and values, query head h from KV head h // group
+    first_rows = (torch.arange(heads, device=chosen.device) // group * num_blocks)[:, None, None]
+    rows = (first_rows + chosen).flatten()
+    if buffer is None:
+        picked = store.index_select(1, rows)
+    else:
+        picked = torch.index_select(
+            store, 1, rows, out=buffer[: rows.numel() * store[0, 0].numel() * 2].view(2, -1, *store.shape[2:])
+        )
+    block_k, block_v = picked.unflatten(1, chosen.shape)  # [H, N, k, B, d] each
+    retrieved = (slot_q[:, :, :, None, :] @ block_k.transpose(-1, -2)).squeeze(-2)  # [H, N, k, B]
+    scores = soft_cap(torch.cat([retrieved.flatten(2), local], dim=-1).float() * scaling, softcap)
+    # an invalid slot's landmark gates its block shut: e^-inf = 0 of the block's weight
+    if k:
+        closed = F.pad((~slot_valid)[..., None], (block_size - 1, 0)).flatten(2)  # [H, N, kB]: landmarks
+        scores = torch.cat(
+            [scores[..., : k * block_size].masked_fill(closed, float("-inf")), scores[..., k * block_size :]], -1
+        )
+    weights = grouped_softmax(scores.view(heads, windows, window, -1), block_size).view(heads, length, -1)
+    weights = weights.to(slot_q.dtype)
+    wv = window_v.reshape(kv_heads, 1, windows, window, dim)
+    local_w = weights[..., k * block_size :].reshape(kv_heads, group, windows, window, window)
+    out = (local_w @ wv).reshape(heads, length, dim)
+    # [H, N, 1, kB] @ [H, N, kB, d]
+    return out + (weights[..., None, : k * block_size] @ block_v.flatten(2, 3)).squeeze(-2)
