@@ -193,16 +193,34 @@ def _cuda_efficient(q, k, v, mask, scaling, groups):
     return out, lse[..., : q.shape[2]]  # the kernel pads the log-sum-exp to a multiple of 32 queries
 
 
-def explicit_attention(q, k, v, mask, scaling, groups):
-    """Scores written out; a row with no allowed key gets output 0 and log-sum-exp -inf."""
+def explicit_attention(q, k, v, mask, scaling, groups, softcap: float | None = None):
+    """Scores written out; a row with no allowed key gets output 0 and log-sum-exp -inf. `softcap`:
+    Gemma 2's cap * tanh(score / cap), applied before the mask as its eager attention does."""
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)
     weights = torch.exp(scores - lse.nan_to_num(neginf=0.0)[..., None]).to(v.dtype)
     return torch.matmul(weights, v), lse
+
+
+def masked_attention_with_lse(q, k, v, mask, scaling, softcap: float | None = None):
+    """(output, log-sum-exp) of q (batch, heads, q, d) over k, v (batch, kv heads, k, d) where the boolean
+    `mask` (batch, 1, q, k) allows, reading nothing back from the device (unlike `attend_with_lse`, which
+    looks whether the mask allows everything): the fused kernel where one applies, the scores written
+    out under a soft-cap. A row with no allowed key gets output 0 and log-sum-exp -inf."""
+    groups = q.shape[1] // k.shape[1]
+    fused = None if softcap else _fused_kernel("sdpa", q.device)
+    if fused is not None:
+        out, lse = fused(q, k, v, mask, scaling, groups)
+    else:
+        out, lse = explicit_attention(q, k, v, mask, scaling, groups, softcap)
+    has_key = mask.any(dim=-1)
+    return out.masked_fill(~has_key[..., None], 0.0), lse.float().masked_fill(~has_key, float("-inf"))
 
 
 def merge_partials(partials):
