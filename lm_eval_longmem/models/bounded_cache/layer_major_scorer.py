@@ -32,7 +32,7 @@ class LayerMajorScorer:
         self.decoder = decoder
         self.shape = shape
         self.pick_slots = pick_slots
-        self.strategy = f"bounded_cache:{name}:layer_major"
+        self.strategy = f"bounded_cache:{name}"  # the chunk runner's results: the same record
 
     @torch.no_grad()
     def score(self, input_ids: torch.Tensor, spans: list[ScoredSpan]) -> list[ScoredContinuation]:
