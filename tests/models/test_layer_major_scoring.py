@@ -86,3 +86,44 @@ def test_layer_major_scores_are_the_chunk_runners(family_models, family, name):
         gap = float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max())
         assert gap <= TOLERANCE, f"{family}, {case}: per-token NLL differs by {gap:.2e}"
         assert ours.num_correct == reference.num_correct, case
+
+
+EDGE_ARGUMENTS = [
+    ("streamingllm", {"sink_length": 0}),
+    ("longcache", {"sink_length": 0, "top_k_prime": 3, "span_size": 2}),
+    ("longcache", {"top_k": 0, "top_k_prime": 3, "span_size": 2}),  # no key picked: nothing recalled
+    ("longcache", {"top_k_prime": 0, "span_size": 2}),  # no span: sinks and the local window only
+    ("longcache", {"top_k": 50, "top_k_prime": 3, "span_size": 3}),  # more picks than middle keys
+    ("longcache", {"top_k": 1, "top_k_prime": 2, "span_size": 5}),  # odd spans clamped at the edges
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), EDGE_ARGUMENTS)
+def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
+    model = family_models["llama"]
+    method = build_method(name, {"max_context_length": 24, "chunk_size": 8, "sink_length": 4, **arguments})
+    method.prepare_model(model)
+    row = distinct_row(70, model.config.vocab_size - 1, seed=70)
+    span = ScoredSpan(0, tuple(row[1:]) + (5,))
+    (ours,) = method.make_scorer(model).score(torch.tensor([row]), [span])
+    (reference,) = BoundedCacheScorer(Decoder(model), method.make_policy).score(torch.tensor([row]), [span])
+    assert float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max()) <= TOLERANCE
+
+
+def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch):
+    """Under a small score budget every recalling chunk is its own group: the same slots."""
+    from lm_eval_longmem.models.bounded_cache import chunk_recall
+
+    model = family_models["qwen3"]
+    whole = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
+    monkeypatch.setattr(chunk_recall, "SCORE_BYTES", 1)
+    grouped = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
+    assert (whole == grouped).all()
+
+
+def test_exact_ties_go_to_the_earlier_key():
+    from lm_eval_longmem.models.bounded_cache.recall import top_k_mask
+
+    scores = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0], [float("-inf")] * 3 + [0.0, 0.0]])
+    assert top_k_mask(scores, 2).tolist() == [[False, True, True, False, False], [False, False, False, True, True]]
+    assert top_k_mask(scores, 3).tolist()[0] == [False, True, True, False, True]
