@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.models.attention.part_attention import masked_attention_with_lse, merge_partials
+from lm_eval_longmem.models.attention.part_attention import SharedMask, masked_attention_with_lse, merge_partials
 from lm_eval_longmem.models.runtime.llama_decoder import rotate
 
 
@@ -45,7 +45,7 @@ class ChunkWindows:
     """The per-row layout of `WindowShape` over T tokens: chunk starts, band masks, the middle
     before each chunk. Built once per row and shared by every layer."""
 
-    def __init__(self, shape: WindowShape, length: int, device: torch.device):
+    def __init__(self, shape: WindowShape, length: int, device: torch.device, dtype: torch.dtype):
         self.shape, self.length = shape, length
         c, local = shape.chunk, shape.local
         self.sinks = min(shape.sinks, length)
@@ -58,9 +58,12 @@ class ChunkWindows:
         self.query_position = query
         self.real_query = query < length
         window_key = starts[:, None] - local + torch.arange(local + c, device=device)[None]  # [n, L + c]
-        self.band_mask = (
-            (window_key[:, None, :] >= self.band_start[:, None, None]) & (window_key[:, None, :] <= query[:, :, None])
-        )[:, None]  # [n, 1, c, L + c]
+        band = (window_key[:, None, :] >= self.band_start[:, None, None]) & (
+            window_key[:, None, :] <= query[:, :, None]
+        )
+        self.band_mask = SharedMask(band[:, None], dtype)  # [n, 1, c, L + c], the same at every layer
+        self.dtype = dtype
+        self.sink_mask: SharedMask | None = None  # the far keys' mask when they are the sinks alone
         self.middle_length = self.band_start - shape.sinks  # [n]: tokens between the sinks and the band
         # chunk starts on the host: which chunks recall (more than the budget stored before them)
         self.host_starts = [j * c for j in range(self.num_chunks)]
@@ -125,9 +128,16 @@ def _far_keys(k, v, cos, sin, windows: ChunkWindows, slots):
         position = torch.cat([sink.expand(n, -1), windows.shape.sinks + rank.clamp(min=0)], dim=1) + shift[:, None]
     if tokens.shape[1] == 0:
         return None
+    if slots is None and windows.sink_mask is None:
+        windows.sink_mask = SharedMask(_far_mask(tokens, valid, windows), windows.dtype)
     # invalid slots (a middle shorter than the slot list): any token and position, masked anyway
     tokens, position = tokens.clamp(max=k.shape[1] - 1), position.clamp(0, cos.shape[0] - 1)
     keys = rotate(k[:, tokens], cos[position], sin[position]).transpose(0, 1)  # [n, Hkv, F, d]
     values = v[:, tokens].transpose(0, 1)
-    mask = valid[:, None, :] & (tokens[:, None, :] <= windows.query_position[:, :, None])  # sinks are causal too
-    return keys, values, mask[:, None]
+    mask = windows.sink_mask if slots is None else _far_mask(tokens, valid, windows)
+    return keys, values, mask
+
+
+def _far_mask(tokens, valid, windows: ChunkWindows) -> torch.Tensor:
+    """[n, 1, c, F]: valid far keys, causal (a sink may come after a query of the first chunk)."""
+    return (valid[:, None, :] & (tokens[:, None, :] <= windows.query_position[:, :, None]))[:, None]

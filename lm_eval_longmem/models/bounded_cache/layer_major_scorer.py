@@ -51,7 +51,7 @@ class LayerMajorScorer:
         """Final hidden states [T, hidden] of the row `ids` [T] (a tensor on the model's device)."""
         d = self.decoder
         x = d.embed(ids.to(d.device))
-        windows = ChunkWindows(self.shape, ids.shape[0], x.device)
+        windows = ChunkWindows(self.shape, ids.shape[0], x.device, x.dtype)
         tables = d.rope(ids.shape[0], x)
         direct = windows.direct_slots() if self.pick_slots is not None else None
         for layer in range(d.num_layers):
