@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
 from lm_eval_longmem.models.bounded_cache.recall import recall_centres, top_k_mask
@@ -47,22 +48,30 @@ class RecalledSpans:
         sinks = windows.shape.sinks
         middle = windows.middle_length[first:]  # [n'] tokens of each recalling chunk's middle
         widest = windows.host_starts[-1] - windows.shape.local - sinks
-        chunk_queries = torch.nn.functional.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)
+        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)
         chunk_queries = chunk_queries[:, first:].transpose(0, 1)  # [n', H, c, d]
         middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
         real = windows.real_query[first:]
-        k = min(self.top_k, widest)
         group = max(1, SCORE_BYTES // (4 * H * c * widest))
         counts, best = [], []
         for start in range(0, len(recalling), group):
             stop = min(start + group, len(recalling))
-            scores = chunk_queries[start:stop].float() @ middle_keys.transpose(1, 2)  # [g, H, c, m]
-            outside = torch.arange(widest, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
+            # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
+            width = windows.host_starts[recalling[stop - 1]] - windows.shape.local - sinks
+            scores = chunk_queries[start:stop].float() @ middle_keys[:, :width].transpose(1, 2)  # [g, H, c, m]
+            outside = torch.arange(width, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
             scores = scores.masked_fill(outside[:, None, None, :], float("-inf"))
             # a pick counts when it is a key of the chunk's middle, by a query of the row
-            picked = top_k_mask(scores, k) & torch.isfinite(scores) & real[start:stop, None, :, None]
-            counts.append(picked.sum(dim=(1, 2)))
-            best.append(scores.masked_fill(~picked, float("-inf")).amax(dim=(1, 2)))
+            picked = top_k_mask(scores, min(self.top_k, width)) & torch.isfinite(scores)
+            picked &= real[start:stop, None, :, None]
+            counts.append(F.pad(picked.sum(dim=(1, 2)), (0, widest - width)))
+            best.append(
+                F.pad(
+                    scores.masked_fill(~picked, float("-inf")).amax(dim=(1, 2)),
+                    (0, widest - width),
+                    value=float("-inf"),
+                )
+            )
         centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
         offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
         tokens = centres[:, :, None] + offsets  # [n', k', span]
