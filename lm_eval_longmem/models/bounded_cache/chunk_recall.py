@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
-from lm_eval_longmem.models.bounded_cache.recall import recall_centres, top_k_mask
+from lm_eval_longmem.models.bounded_cache.recall import recall_centres
 
 SCORE_BYTES = 256 * 2**20  # float32 recall scores held at once: chunks are scored in groups under it
 
@@ -61,17 +61,14 @@ class RecalledSpans:
             scores = chunk_queries[start:stop].float() @ middle_keys[:, :width].transpose(1, 2)  # [g, H, c, m]
             outside = torch.arange(width, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
             scores = scores.masked_fill(outside[:, None, None, :], float("-inf"))
+            value, index = scores.topk(min(self.top_k, width), dim=-1)  # [g, H, c, k]
             # a pick counts when it is a key of the chunk's middle, by a query of the row
-            picked = top_k_mask(scores, min(self.top_k, width)) & torch.isfinite(scores)
-            picked &= real[start:stop, None, :, None]
-            counts.append(F.pad(picked.sum(dim=(1, 2)), (0, widest - width)))
-            best.append(
-                F.pad(
-                    scores.masked_fill(~picked, float("-inf")).amax(dim=(1, 2)),
-                    (0, widest - width),
-                    value=float("-inf"),
-                )
-            )
+            counted = torch.isfinite(value) & real[start:stop, None, :, None]
+            index, counted = index.flatten(1), counted.flatten(1)
+            zeros = torch.zeros(stop - start, widest, dtype=torch.long, device=keys.device)
+            counts.append(zeros.scatter_add_(1, index, counted.long()))
+            lowest = torch.full((stop - start, widest), float("-inf"), device=keys.device)
+            best.append(lowest.scatter_reduce_(1, index, value.flatten(1).masked_fill(~counted, float("-inf")), "amax"))
         centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
         offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
         tokens = centres[:, :, None] + offsets  # [n', k', span]

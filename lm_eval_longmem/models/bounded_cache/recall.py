@@ -6,8 +6,7 @@ each query *head* (GQA: through its KV head) scores the middle's pre-RoPE keys b
 picks its `top_k` best ("mid_size"); the picks of every head and query of the layer are
 pooled and counted, and when more distinct keys were picked than `top_k_prime`
 ("recall_clip") the `top_k_prime` most often picked are kept (ties: best single score, then
-the earlier key; among exactly equal q.k scores a query head picks the earlier key too). Each
-kept key is the centre of a span of `span_size` contiguous tokens
+the earlier key). Each kept key is the centre of a span of `span_size` contiguous tokens
 ([centre - span_size//2, centre - span_size//2 + span_size), clamped to the middle); the
 union of the spans is recalled, in the original order. So at most top_k_prime * span_size
 tokens are recalled, fewer where spans overlap or meet the middle's edges.
@@ -18,17 +17,6 @@ from __future__ import annotations
 import torch
 
 SCORE_BYTES = 64 * 2**20  # float32 scores held at once (queries are scored in blocks)
-
-
-def top_k_mask(scores: torch.Tensor, k: int) -> torch.Tensor:
-    """Boolean, shaped as `scores`: each row's (last dim's) k best entries, the earlier entry winning
-    among exactly equal scores. `torch.topk` breaks exact ties in an unspecified order, and ties are
-    common here: at the first layer a repeated token's pre-RoPE keys are identical."""
-    kth = scores.topk(k, dim=-1).values[..., -1:]
-    above = scores > kth
-    tied = scores == kth
-    room = k - above.sum(dim=-1, keepdim=True)
-    return above | (tied & (torch.cumsum(tied, dim=-1) <= room))
 
 
 def pick_counts(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,9 +31,9 @@ def pick_counts(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) ->
     best = torch.full((m,), float("-inf"), dtype=torch.float32, device=queries.device)
     for start in range(0, c, block):
         scores = queries[:, start : start + block].float() @ keys.transpose(1, 2)  # [H, b, m]
-        picked = top_k_mask(scores, k)
-        counts += picked.sum(dim=(0, 1))
-        best = torch.maximum(best, scores.masked_fill(~picked, float("-inf")).amax(dim=(0, 1)))
+        value, index = scores.topk(k, dim=-1)
+        counts.index_add_(0, index.flatten(), torch.ones_like(index.flatten()))
+        best.scatter_reduce_(0, index.flatten(), value.flatten(), reduce="amax")
     return counts, best
 
 
