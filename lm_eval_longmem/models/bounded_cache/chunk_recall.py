@@ -48,27 +48,29 @@ class RecalledSpans:
         sinks = windows.shape.sinks
         middle = windows.middle_length[first:]  # [n'] tokens of each recalling chunk's middle
         widest = windows.host_starts[-1] - windows.shape.local - sinks
-        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)
-        chunk_queries = chunk_queries[:, first:].transpose(0, 1)  # [n', H, c, d]
+        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)[:, first:].float()  # [H, n', c, d]
         middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
         real = windows.real_query[first:]
         group = max(1, SCORE_BYTES // (4 * H * c * widest))
         counts, best = [], []
         for start in range(0, len(recalling), group):
             stop = min(start + group, len(recalling))
+            g = stop - start
             # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
             width = windows.host_starts[recalling[stop - 1]] - windows.shape.local - sinks
-            scores = chunk_queries[start:stop].float() @ middle_keys[:, :width].transpose(1, 2)  # [g, H, c, m]
+            queries_g = chunk_queries[:, start:stop].reshape(H, g * c, d)
+            scores = (queries_g @ middle_keys[:, :width].transpose(1, 2)).view(H, g, c, width)  # one matmul per head
             outside = torch.arange(width, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
-            scores = scores.masked_fill(outside[:, None, None, :], float("-inf"))
-            value, index = scores.topk(min(self.top_k, width), dim=-1)  # [g, H, c, k]
+            scores.masked_fill_(outside[None, :, None, :], float("-inf"))
+            value, index = scores.topk(min(self.top_k, width), dim=-1)  # [H, g, c, k]
             # a pick counts when it is a key of the chunk's middle, by a query of the row
-            counted = torch.isfinite(value) & real[start:stop, None, :, None]
-            index, counted = index.flatten(1), counted.flatten(1)
-            zeros = torch.zeros(stop - start, widest, dtype=torch.long, device=keys.device)
+            counted = torch.isfinite(value) & real[None, start:stop, :, None]
+            index, value = index.transpose(0, 1).flatten(1), value.transpose(0, 1).flatten(1)
+            counted = counted.transpose(0, 1).flatten(1)
+            zeros = torch.zeros(g, widest, dtype=torch.long, device=keys.device)
             counts.append(zeros.scatter_add_(1, index, counted.long()))
-            lowest = torch.full((stop - start, widest), float("-inf"), device=keys.device)
-            best.append(lowest.scatter_reduce_(1, index, value.flatten(1).masked_fill(~counted, float("-inf")), "amax"))
+            lowest = torch.full((g, widest), float("-inf"), device=keys.device)
+            best.append(lowest.scatter_reduce_(1, index, value.masked_fill(~counted, float("-inf")), "amax"))
         centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
         offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
         tokens = centres[:, :, None] + offsets  # [n', k', span]
