@@ -69,7 +69,7 @@ class RecalledSpans:
             counted = counted.transpose(0, 1).flatten(1)
             zeros = torch.zeros(g, widest, dtype=torch.long, device=keys.device)
             counts.append(zeros.scatter_add_(1, index, counted.long()))
-            lowest = torch.full((g, widest), float("-inf"), device=keys.device)
+            lowest = torch.full((g, widest), float("-inf"), dtype=torch.float32, device=keys.device)
             best.append(lowest.scatter_reduce_(1, index, value.masked_fill(~counted, float("-inf")), "amax"))
         centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
         offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
