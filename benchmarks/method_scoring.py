@@ -45,6 +45,14 @@ baseline (RoPE, no gate, FoX's attention kernel) is timed beside them for refere
 Landmark's layer-major scorer against its window-by-window reference (`--landmark-paths`): both
 and vanilla on the same model and request, per T the time, its ratio to vanilla, and the aten ops
 dispatched and host reads of one call (on a GPU, launches and waits).
+Each row also counts, over one more call under `lm_eval_longmem.models.runtime.dispatch_count`, the
+aten ops the call dispatched (each a kernel launch on a GPU; views and allocations not counted) and
+its host reads (`.item()`, `nonzero`, copies to the CPU...: each drains a GPU's queue), as `ops`,
+`host_reads` and `ops_ratio` to vanilla: figures that do not depend on the machine's load, and that
+show on a CPU what makes a scorer host-bound on a GPU. With `--chunk-runner`, streamingllm and
+longcache are also timed through the chunk runner they score layer by layer now (rows
+`streamingllm@runner`, `longcache@runner`: the reference scorer, same results, one chunk through
+every layer at a time), so the gain is measured in the same run.
 
 A method that fails at some T (out of memory, refused) gets its error in its row; the others go
 on. Methods run one after another (not alternated): read CPU ratios on a shared machine with
@@ -54,6 +62,8 @@ care; the targets are meant for the GPU run.
     nice -n 5 python benchmarks/method_scoring.py --tiny --device cpu          # tiny model, T = 256 512
     python benchmarks/method_scoring.py --device cuda --methods pi yarn --lengths 8192 --skip-fox
     python benchmarks/method_scoring.py --device cuda --methods landmark --skip-fox --landmark-paths
+    nice -n 5 python benchmarks/method_scoring.py --device cpu --hidden 256 --layers 8 --heads 4 --kv-heads 2 \
+        --intermediate 512 --vocab 256 --methods streamingllm longcache --chunk-runner --skip-fox   # 4k and 16k
 """
 
 from __future__ import annotations
@@ -71,6 +81,8 @@ from pathlib import Path
 from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
 from random_checkpoint import release, save_random_checkpoint
 from scoring_profile import print_profile, profile_scoring
+
+from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -91,6 +103,9 @@ TARGETS = {
     "landmark": 3.0,
 }
 METHODS = tuple(TARGETS)
+# Methods that score layer by layer, whose chunk runner (`--chunk-runner`) is timed beside them.
+LAYER_MAJOR = ("streamingllm", "longcache")
+RUNNER_SUFFIX = "@runner"
 # Methods also compared to a sibling at the same T: CLEX rotates every key per forward (keys are cached
 # before RoPE) and solves its ODE once per model, not per request; YaRN is the static-table RoPE method.
 SIBLINGS = {"clex": "yarn"}
@@ -208,13 +223,25 @@ def time_scoring(lm, one_request, repeats: int, device: str) -> dict:
             score = lm._loglikelihood_tokens([one_request], disable_tqdm=True)[0]
             sync(device)
             seconds.append(time.perf_counter() - start)
+    with DispatchCount() as count:
+        lm._loglikelihood_tokens([one_request], disable_tqdm=True)
     return {
         "seconds": statistics.median(seconds),
         "all_seconds": seconds,
         "loglikelihood": float(score[0]),
         "peak_bytes": memory.start + memory.peak,
         "scoring_bytes": max(0, memory.peak),
+        "ops": count.ops,
+        "host_reads": count.host_reads,
     }
+
+
+def use_chunk_runner(lm) -> None:
+    """Score through the chunk runner, the reference the layer-major scorers are tested against."""
+    from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+    from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+
+    lm.scorer = BoundedCacheScorer(Decoder(lm.model), lm.longmem_method.make_policy)
 
 
 def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_name: str) -> list[dict]:
@@ -226,6 +253,8 @@ def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_na
     print(f"{label}: {model_args or '(method picked by the config)'}", flush=True)
     try:
         lm = LongMemLM(pretrained=str(pretrained), device=args.device, dtype=dtype_name, batch_size=1, **model_args)
+        if label.endswith(RUNNER_SUFFIX):
+            use_chunk_runner(lm)
     except Exception as err:  # noqa: BLE001  one method's failure must not stop the others
         print(f"  {label}: could not load: {err!r}", flush=True)
         return [{**base, "T": T, "error": f"load: {type(err).__name__}: {err}"} for T in args.lengths]
@@ -239,7 +268,7 @@ def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_na
             row["tokens_per_s"] = T / row["seconds"]
             print(
                 f"  {label:>22} T={T:>6}: {row['seconds']:.4f} s, {row['tokens_per_s']:,.0f} tok/s, "
-                f"peak {row['peak_bytes'] / 2**30:.3f} GiB",
+                f"peak {row['peak_bytes'] / 2**30:.3f} GiB, {row['ops']:,} ops, {row['host_reads']} host reads",
                 flush=True,
             )
         except Exception as err:  # noqa: BLE001
@@ -315,10 +344,11 @@ def compare(rows: list[dict], baseline: str, targets: dict) -> None:
         row["baseline"], row["target"] = baseline, targets.get(row["method"])
         ref = reference.get(row["T"])
         if "error" in row or ref is None:
-            row["time_ratio"] = row["memory_ratio"] = None
+            row["time_ratio"] = row["memory_ratio"] = row["ops_ratio"] = None
             row["verdict"] = "error" if "error" in row else "no baseline"
             continue
         row["time_ratio"] = row["seconds"] / ref["seconds"]
+        row["ops_ratio"] = row["ops"] / ref["ops"]
         # below 1 MiB (a tiny model's resident set) the baseline's scoring memory is noise
         row["memory_ratio"] = row["scoring_bytes"] / ref["scoring_bytes"] if ref["scoring_bytes"] >= 2**20 else None
         if row["method"] == baseline:
@@ -365,7 +395,8 @@ def print_table(rows: list[dict]) -> None:
 
     print(
         f"\n{'method':>22} {'T':>6} {'tokens/s':>11} {'time x':>7} {'peak GiB':>9} {'scoring GiB':>12} "
-        f"{'mem x':>6} {'target':>7}  verdict (ratios to {rows[0]['baseline'] if rows else '-'} at the same T)"
+        f"{'mem x':>6} {'ops':>8} {'ops x':>6} {'reads':>6} {'target':>7}  "
+        f"verdict (ratios to {rows[0]['baseline'] if rows else '-'} at the same T)"
     )
     for r in rows:
         gib = lambda key, r=r: None if key not in r else r[key] / 2**30  # noqa: E731
@@ -375,6 +406,8 @@ def print_table(rows: list[dict]) -> None:
             f"{r['method']:>22} {r['T']:>6} {number(r.get('tokens_per_s'), ',.0f'):>11} "
             f"{number(r.get('time_ratio'), '.3f'):>7} {number(gib('peak_bytes'), '.3f'):>9} "
             f"{number(gib('scoring_bytes'), '.3f'):>12} {number(r.get('memory_ratio'), '.2f'):>6} "
+            f"{number(r.get('ops'), ','):>8} {number(r.get('ops_ratio'), '.2f'):>6} "
+            f"{number(r.get('host_reads'), 'd'):>6} "
             f"{target:>7}  {verdict}",
             flush=True,
         )
@@ -417,6 +450,11 @@ def parse_args(argv=None):
         help="subset of methods (vanilla, the baseline, is always run)",
     )
     parser.add_argument("--skip-fox", action="store_true", help="skip FoX vs its matched Transformer")
+    parser.add_argument(
+        "--chunk-runner",
+        action="store_true",
+        help=f"also time {' and '.join(LAYER_MAJOR)} through the chunk runner (rows NAME{RUNNER_SUFFIX})",
+    )
     parser.add_argument(
         "--lengths", type=int, nargs="+", help="T, tokens per request (default 4096 16384; tiny 256 512)"
     )
@@ -511,6 +549,9 @@ def main(argv=None) -> dict:
             rows += measure_model(
                 method, llama_dir, {"method": method, **method_arguments(method, args)}, args, args.dtype
             )
+            if args.chunk_runner and method in LAYER_MAJOR:
+                arguments = {"method": method, **method_arguments(method, args)}
+                rows += measure_model(method + RUNNER_SUFFIX, llama_dir, arguments, args, args.dtype)
         compare(rows, "vanilla", TARGETS)
         compare_siblings(rows)
         stated_step = stated_clm_step_figures(llama_dir, args) if args.stated_step else None

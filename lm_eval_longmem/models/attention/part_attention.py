@@ -172,37 +172,74 @@ def _fused_kernel(backend, device):
     return None
 
 
-def _additive_mask(mask, q, k_len, align: int = 1):
-    """0 where allowed, -inf elsewhere, expanded to (batch, heads, q, k); rows padded to `align`."""
+def _bias(mask, dtype, align: int = 1):
+    """0 where allowed, -inf elsewhere, shaped as `mask`; rows padded to `align` (a view cuts them back)."""
+    k_len = mask.shape[-1]
     padded = -(-k_len // align) * align
-    bias = torch.zeros(*mask.shape[:-1], padded, dtype=q.dtype, device=q.device)[..., :k_len]
-    bias.masked_fill_(~mask, float("-inf"))
+    bias = torch.zeros(*mask.shape[:-1], padded, dtype=dtype, device=mask.device)[..., :k_len]
+    return bias.masked_fill_(~mask, float("-inf"))
+
+
+def _additive_mask(mask, q, k_len, align: int = 1, bias=None):
+    """`_bias` expanded to (batch, heads, q, k); `bias`: one made already."""
+    bias = _bias(mask, q.dtype, align) if bias is None else bias
     return bias.expand(q.shape[0], q.shape[1], q.shape[2], k_len)
 
 
-def _cpu_flash(q, k, v, mask, scaling, groups):
-    bias = None if mask is None else _additive_mask(mask, q, k.shape[2])
+def _cpu_flash(q, k, v, mask, scaling, groups, bias=None):
+    bias = None if mask is None else _additive_mask(mask, q, k.shape[2], bias=bias)
     return _CPU_FLASH(q, k, v, 0.0, False, attn_mask=bias, scale=scaling)
 
 
-def _cuda_efficient(q, k, v, mask, scaling, groups):
+def _cuda_efficient(q, k, v, mask, scaling, groups, bias=None):
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    bias = None if mask is None else _additive_mask(mask, q, k.shape[2], _BIAS_ALIGNMENT)
+    bias = None if mask is None else _additive_mask(mask, q, k.shape[2], _BIAS_ALIGNMENT, bias)
     out, lse = _CUDA_EFFICIENT(q, k, v, bias, True, 0.0, False, scale=scaling)[:2]
     return out, lse[..., : q.shape[2]]  # the kernel pads the log-sum-exp to a multiple of 32 queries
 
 
-def explicit_attention(q, k, v, mask, scaling, groups):
-    """Scores written out; a row with no allowed key gets output 0 and log-sum-exp -inf."""
+def explicit_attention(q, k, v, mask, scaling, groups, softcap: float | None = None):
+    """Scores written out; a row with no allowed key gets output 0 and log-sum-exp -inf. `softcap`:
+    Gemma 2's cap * tanh(score / cap), applied before the mask as its eager attention does."""
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)
     weights = torch.exp(scores - lse.nan_to_num(neginf=0.0)[..., None]).to(v.dtype)
     return torch.matmul(weights, v), lse
+
+
+class SharedMask:
+    """A boolean mask (batch, 1, q, k) made ready once for the attention calls that share it (every
+    layer of a row): which rows have a key, and its additive form for the device's fused kernel."""
+
+    def __init__(self, allowed: torch.Tensor, dtype: torch.dtype):
+        self.allowed = allowed
+        self.has_key = allowed.any(dim=-1)
+        self.dtype = dtype
+        align = _BIAS_ALIGNMENT if allowed.device.type == "cuda" else 1
+        self.bias = _bias(allowed, dtype, align) if _fused_kernel("sdpa", allowed.device) else None
+
+
+def masked_attention_with_lse(q, k, v, mask, scaling, softcap: float | None = None):
+    """(output, log-sum-exp) of q (batch, heads, q, d) over k, v (batch, kv heads, k, d) where `mask`
+    (a boolean (batch, 1, q, k), or a `SharedMask`) allows, reading nothing back from the device (unlike
+    `attend_with_lse`, which looks whether the mask allows everything): the fused kernel where one
+    applies, the scores written out under a soft-cap. A row with no allowed key gets 0 and -inf."""
+    if not isinstance(mask, SharedMask) or mask.dtype != q.dtype:
+        mask = SharedMask(mask.allowed if isinstance(mask, SharedMask) else mask, q.dtype)
+    groups = q.shape[1] // k.shape[1]
+    fused = None if softcap else _fused_kernel("sdpa", q.device)
+    if fused is not None:
+        out, lse = fused(q, k, v, mask.allowed, scaling, groups, mask.bias)
+    else:
+        out, lse = explicit_attention(q, k, v, mask.allowed, scaling, groups, softcap)
+    return out.masked_fill(~mask.has_key[..., None], 0.0), lse.float().masked_fill(~mask.has_key, float("-inf"))
 
 
 def merge_partials(partials):

@@ -19,38 +19,37 @@ import torch
 SCORE_BYTES = 64 * 2**20  # float32 scores held at once (queries are scored in blocks)
 
 
-def picked_keys(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(picks, scores) [H, c, k]: each query head's `top_k` middle keys by q.k (pre-RoPE)."""
+def pick_counts(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(counts, best) [m]: how many (query, head) pairs picked each middle key among their `top_k`
+    best by q.k (pre-RoPE), and the best score of those picks (-inf where none)."""
     heads, c, _ = queries.shape
     kv_heads, m, _ = middle_keys.shape
     keys = middle_keys.float().repeat_interleave(heads // kv_heads, dim=0)  # [H, m, d]
     k = min(top_k, m)
     block = max(1, SCORE_BYTES // (4 * heads * m))
-    picks, best = [], []
+    counts = torch.zeros(m, dtype=torch.long, device=queries.device)
+    best = torch.full((m,), float("-inf"), dtype=torch.float32, device=queries.device)
     for start in range(0, c, block):
         scores = queries[:, start : start + block].float() @ keys.transpose(1, 2)  # [H, b, m]
         value, index = scores.topk(k, dim=-1)
-        picks.append(index)
-        best.append(value)
-    if len(picks) == 1:  # one block (the usual case): no copy
-        return picks[0], best[0]
-    return torch.cat(picks, dim=1), torch.cat(best, dim=1)
+        counts.index_add_(0, index.flatten(), torch.ones_like(index.flatten()))
+        best.scatter_reduce_(0, index.flatten(), value.flatten(), reduce="amax")
+    return counts, best
 
 
-def recall_centres(picks: torch.Tensor, scores: torch.Tensor, m: int, top_k_prime: int) -> torch.Tensor:
-    """The `top_k_prime` most picked keys (at most m), as span centres (unsorted); where fewer
-    distinct keys were picked, the missing centres repeat the first one (same spans, no new token).
+def recall_centres(counts: torch.Tensor, best: torch.Tensor, top_k_prime: int) -> torch.Tensor:
+    """[..., top_k_prime]: the most picked keys of each row of counts/best [..., m], as span centres
+    (unsorted); where fewer distinct keys were picked, the missing centres repeat the first one
+    (same spans, no new token).
 
     Keys are ranked over all m (picked before unpicked, then by count, best score, index), so the
     number of centres is known on the host and no boolean selection waits for the device."""
-    flat = picks.flatten()
-    counts = torch.zeros(m, dtype=torch.long, device=picks.device).index_add_(0, flat, torch.ones_like(flat))
-    best = torch.full((m,), float("-inf"), dtype=torch.float32, device=picks.device).scatter_reduce_(
-        0, flat, scores.flatten().float(), reduce="amax"
-    )
-    ranked = torch.argsort(best, descending=True, stable=True)  # ties: the earlier key
-    ranked = ranked[torch.argsort(counts[ranked], descending=True, stable=True)][:top_k_prime]
-    return torch.where(counts[ranked] > 0, ranked, ranked[:1])
+    ranked = torch.argsort(best, dim=-1, descending=True, stable=True)  # ties: the earlier key
+    ranked = ranked.gather(-1, torch.argsort(counts.gather(-1, ranked), dim=-1, descending=True, stable=True))
+    ranked = ranked[..., :top_k_prime]
+    if ranked.shape[-1] < top_k_prime:  # fewer keys than centres
+        ranked = torch.cat([ranked, ranked[..., :1].expand(*ranked.shape[:-1], top_k_prime - ranked.shape[-1])], -1)
+    return torch.where(counts.gather(-1, ranked) > 0, ranked, ranked[..., :1])
 
 
 def spans_around(centres: torch.Tensor, span_size: int, m: int) -> torch.Tensor:
@@ -72,5 +71,5 @@ def recall_middle(
     m = middle_keys.shape[1]
     if m == 0 or top_k_prime <= 0 or top_k <= 0:
         return torch.zeros(0, dtype=torch.long, device=middle_keys.device)
-    picks, scores = picked_keys(queries, middle_keys, top_k)
-    return torch.nonzero(spans_around(recall_centres(picks, scores, m, top_k_prime), span_size, m)).flatten()
+    counts, best = pick_counts(queries, middle_keys, top_k)
+    return torch.nonzero(spans_around(recall_centres(counts, best, top_k_prime), span_size, m)).flatten()

@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 import torch
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, LayerCache
+from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
+from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
+from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 @dataclass(frozen=True)
@@ -96,3 +100,11 @@ class LongCache(BoundedCacheMethod):
 
     def make_policy(self) -> CachePolicy:
         return LongCachePolicy(self.args)
+
+    def make_scorer(self, model):
+        """Scoring layer by layer (the chunk runner's results, a fixed number of ops per layer, no host
+        read): the sinks, the recalled spans as fixed slot lists, the local window at its own distance."""
+        a = self.args
+        shape = WindowShape(a.sink_length, a.local_window, a.chunk_size, slots=a.recalled_tokens)
+        recall = RecalledSpans(a.max_context_length, a.top_k, a.top_k_prime, a.span_size)
+        return LayerMajorScorer(Decoder(model), self.name, shape, recall)

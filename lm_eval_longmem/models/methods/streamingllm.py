@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
+from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
+from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
 @dataclass(frozen=True)
@@ -35,3 +38,10 @@ class StreamingLLM(BoundedCacheMethod):
 
     def make_policy(self) -> CachePolicy:
         return StreamingLLMPolicy(self.args)
+
+    def make_scorer(self, model):
+        """Scoring layer by layer (the chunk runner's results, a fixed number of ops per layer): the
+        sinks, and the max_context_length - sink_length entries before each chunk at their own distance."""
+        a = self.args
+        shape = WindowShape(sinks=a.sink_length, local=a.max_context_length - a.sink_length, chunk=a.chunk_size)
+        return LayerMajorScorer(Decoder(model), self.name, shape)

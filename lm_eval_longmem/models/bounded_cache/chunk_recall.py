@@ -1,0 +1,84 @@
+"""LongCache's recall (bounded_cache/recall.py) for every chunk of a row at once, as fixed slot lists.
+
+The chunk runner recalls, per chunk, the union of the spans around the `top_k_prime` most picked
+middle keys, and reads back how many tokens that is (`nonzero`): a host read per layer and chunk.
+Here every chunk gets the same number of slots, top_k_prime x span_size (one per span token, as
+the spans are laid out), sorted by token; a slot repeating the token before it (spans that
+overlap, meet the middle's edge, or share a centre) is marked invalid, so the valid slots are
+exactly the recalled tokens in order and a slot's window position is S + its rank among them. The
+picks are the chunk runner's: each chunk's queries score the middle before it (keys past it are
+masked to -inf, and picks of them, or of the padding after the row, are not counted), and the
+ranking (count, then best score, then the earlier key) runs over the same candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
+from lm_eval_longmem.models.bounded_cache.recall import recall_centres
+
+SCORE_BYTES = 256 * 2**20  # float32 recall scores held at once: chunks are scored in groups under it
+
+
+@dataclass(frozen=True)
+class RecalledSpans:
+    """The slot picker of `LayerMajorScorer` for LongCache's arguments."""
+
+    budget: int  # chunks that start with more than this many tokens stored recall
+    top_k: int
+    top_k_prime: int
+    span_size: int
+
+    def __call__(self, queries: torch.Tensor, keys: torch.Tensor, windows: ChunkWindows):
+        """(tokens, valid) [n, top_k_prime * span_size], or None when no chunk recalls (the middle
+        tokens themselves are the slots)."""
+        recalling = [j for j, s in enumerate(windows.host_starts) if s > self.budget]
+        if not recalling or self.top_k_prime <= 0:
+            return None
+        first = recalling[0]
+        direct_tokens, direct_valid = windows.direct_slots()
+        if self.top_k <= 0:  # no key is picked: the recalling chunks recall nothing
+            return direct_tokens, direct_valid & (torch.arange(windows.num_chunks, device=keys.device) < first)[:, None]
+        n, c = windows.num_chunks, windows.shape.chunk
+        H, _, d = queries.shape
+        sinks = windows.shape.sinks
+        middle = windows.middle_length[first:]  # [n'] tokens of each recalling chunk's middle
+        widest = windows.host_starts[-1] - windows.shape.local - sinks
+        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)[:, first:].float()  # [H, n', c, d]
+        middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
+        real = windows.real_query[first:]
+        group = max(1, SCORE_BYTES // (4 * H * c * widest))
+        counts, best = [], []
+        for start in range(0, len(recalling), group):
+            stop = min(start + group, len(recalling))
+            g = stop - start
+            # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
+            width = windows.host_starts[recalling[stop - 1]] - windows.shape.local - sinks
+            queries_g = chunk_queries[:, start:stop].reshape(H, g * c, d)
+            scores = (queries_g @ middle_keys[:, :width].transpose(1, 2)).view(H, g, c, width)  # one matmul per head
+            outside = torch.arange(width, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
+            scores.masked_fill_(outside[None, :, None, :], float("-inf"))
+            value, index = scores.topk(min(self.top_k, width), dim=-1)  # [H, g, c, k]
+            # a pick counts when it is a key of the chunk's middle, by a query of the row
+            counted = torch.isfinite(value) & real[None, start:stop, :, None]
+            index, value = index.transpose(0, 1).flatten(1), value.transpose(0, 1).flatten(1)
+            counted = counted.transpose(0, 1).flatten(1)
+            zeros = torch.zeros(g, widest, dtype=torch.long, device=keys.device)
+            counts.append(zeros.scatter_add_(1, index, counted.long()))
+            lowest = torch.full((g, widest), float("-inf"), dtype=torch.float32, device=keys.device)
+            best.append(lowest.scatter_reduce_(1, index, value.masked_fill(~counted, float("-inf")), "amax"))
+        centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
+        offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
+        tokens = centres[:, :, None] + offsets  # [n', k', span]
+        tokens = torch.minimum(tokens.clamp(min=0), (middle - 1).clamp(min=0)[:, None, None]).flatten(1)
+        tokens = tokens.sort(dim=1).values
+        valid = torch.ones_like(tokens, dtype=torch.bool)
+        valid[:, 1:] = tokens[:, 1:] != tokens[:, :-1]
+        return (
+            torch.cat([direct_tokens[:first], sinks + tokens]),
+            torch.cat([direct_valid[:first], valid]),
+        )

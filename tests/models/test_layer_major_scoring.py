@@ -1,0 +1,120 @@
+"""StreamingLLM and LongCache scored layer by layer give the chunk runner's results.
+
+The chunk runner (`BoundedCacheScorer`) stays the reference: on a random tiny model of every family
+of the method matrix, fp32, each token's negative log-likelihood from `LayerMajorScorer` (what the
+methods' `make_scorer` returns) equals the runner's to TOLERANCE, on inputs shorter than the
+sinks and than the budget, exactly one chunk, a partial last chunk, and a budget and chunk that
+divide neither each other nor the input.
+
+TOLERANCE: the same sums in another order. Keys are rotated at their original positions instead
+of re-indexed ones (the same q.k up to the rounding of cos/sin at larger angles), the two attention
+parts are merged through their log-sum-exp instead of one softmax, and projections run over the
+row instead of a chunk. Each moves a logit by ~1e-7 relative; measured differences stay under 2e-6.
+
+LongCache's recall is a discrete choice (each query head's top_k keys by q.k): where two candidate
+scores are equal up to rounding, another summation order may pick the other one, and both are the
+method (`torch.topk` leaves even exact ties unspecified). At the first layer a repeated token's
+pre-RoPE keys are identical, so these rows hold no repeated token (the tiny vocabulary allows 82).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
+from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+from lm_eval_longmem.models.method_registry import build_method
+from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from tests.helpers.tiny_families import FAMILIES, build_family_model
+
+TOLERANCE = 2e-5  # per-token NLL, nats
+# (max_context_length, chunk_size, sink_length, T)
+CASES = {
+    "shorter than the sinks": (24, 8, 4, 3),
+    "exactly one chunk": (24, 8, 4, 8),
+    "shorter than the budget": (24, 8, 4, 20),
+    "partial last chunk": (24, 8, 4, 61),
+    "nothing divides": (25, 7, 3, 82),
+}
+EXTRA = {"streamingllm": {}, "longcache": {"top_k_prime": 3, "span_size": 2}}
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def family_models(tiny_model_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("layer_major_families")
+    models = {}
+    for family in FAMILIES:
+        directory = build_family_model(family, root / family, tiny_model_dir)
+        # Gemma 2 eager: its attention soft-cap is applied (under SDPA transformers drops it)
+        implementation = "eager" if family == "gemma2" else None
+        models[family] = AutoModelForCausalLM.from_pretrained(directory, attn_implementation=implementation).eval()
+    return models
+
+
+def distinct_row(length: int, vocab: int, seed: int) -> list[int]:
+    """`length` different token ids (no special token), in a random order."""
+    order = torch.randperm(vocab - 4, generator=torch.Generator().manual_seed(seed)) + 4
+    return order[:length].tolist()
+
+
+def nll_both_ways(model, name: str, budget: int, chunk: int, sinks: int, length: int):
+    method = build_method(
+        name, {"max_context_length": budget, "chunk_size": chunk, "sink_length": sinks, **EXTRA[name]}
+    )
+    method.prepare_model(model)
+    row = distinct_row(length, model.config.vocab_size - 1, seed=length)
+    span = ScoredSpan(0, tuple(row[1:]) + (5,))
+    ids = torch.tensor([row])
+    scorer = method.make_scorer(model)
+    assert isinstance(scorer, LayerMajorScorer)
+    (ours,) = scorer.score(ids, [span])
+    (reference,) = BoundedCacheScorer(Decoder(model), method.make_policy).score(ids, [span])
+    return ours, reference
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("name", ["streamingllm", "longcache"])
+def test_layer_major_scores_are_the_chunk_runners(family_models, family, name):
+    for case, (budget, chunk, sinks, length) in CASES.items():
+        ours, reference = nll_both_ways(family_models[family], name, budget, chunk, sinks, length)
+        gap = float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max())
+        assert gap <= TOLERANCE, f"{family}, {case}: per-token NLL differs by {gap:.2e}"
+        assert ours.num_correct == reference.num_correct, case
+
+
+EDGE_ARGUMENTS = [
+    ("streamingllm", {"sink_length": 0}),
+    ("longcache", {"sink_length": 0, "top_k_prime": 3, "span_size": 2}),
+    ("longcache", {"top_k": 0, "top_k_prime": 3, "span_size": 2}),  # no key picked: nothing recalled
+    ("longcache", {"top_k_prime": 0, "span_size": 2}),  # no span: sinks and the local window only
+    ("longcache", {"top_k": 50, "top_k_prime": 3, "span_size": 3}),  # more picks than middle keys
+    ("longcache", {"top_k": 1, "top_k_prime": 2, "span_size": 5}),  # odd spans clamped at the edges
+]
+
+
+@pytest.mark.parametrize(("name", "arguments"), EDGE_ARGUMENTS)
+def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
+    model = family_models["llama"]
+    method = build_method(name, {"max_context_length": 24, "chunk_size": 8, "sink_length": 4, **arguments})
+    method.prepare_model(model)
+    row = distinct_row(70, model.config.vocab_size - 1, seed=70)
+    span = ScoredSpan(0, tuple(row[1:]) + (5,))
+    (ours,) = method.make_scorer(model).score(torch.tensor([row]), [span])
+    (reference,) = BoundedCacheScorer(Decoder(model), method.make_policy).score(torch.tensor([row]), [span])
+    assert float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max()) <= TOLERANCE
+
+
+def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch):
+    """Under a small score budget every recalling chunk is its own group: the same slots."""
+    from lm_eval_longmem.models.bounded_cache import chunk_recall
+
+    model = family_models["qwen3"]
+    whole = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
+    monkeypatch.setattr(chunk_recall, "SCORE_BYTES", 1)
+    grouped = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
+    assert (whole == grouped).all()
