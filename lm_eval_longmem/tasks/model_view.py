@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lm_eval_longmem.common.hub import loading_from_hub
-from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, LongMemMethod, available_methods
+from lm_eval_longmem.models.method_registry import DEFAULT_METHOD, LongMemMethod, method_names
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
 
 
@@ -65,7 +65,7 @@ def model_view(metadata: dict[str, Any]) -> ModelView:
     config_source = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else source
     tokenizer, config = _load(source, config_source, bool(metadata.get("trust_remote_code", False)))
     name = metadata.get("method")
-    if name is not None and (not isinstance(name, str) or name not in available_methods()):  # someone else's `method=`
+    if name is not None and (not isinstance(name, str) or name not in method_names()):  # someone else's `method=`
         name = DEFAULT_METHOD
     pretrained = metadata.get("pretrained") if isinstance(metadata.get("pretrained"), str) else None
     method = resolve_method({**metadata, "pretrained": pretrained, "method": name}).build()

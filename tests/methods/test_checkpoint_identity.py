@@ -1,7 +1,7 @@
 """`LongMemMethod.checkpoint_identity`, the hook through which a method names the checkpoint it runs
 in run-folder names and report labels (`fox`: its architecture), asked by the registry
 (`method_registry/checkpoint_identity.py`) without importing every method: reports must not
-import torch, and the registry finds the hook by reading the method files' source."""
+import torch, and the registry imports only the methods its table lists as naming their checkpoint."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ CONFIGS = {  # config.json dicts of the architectures a method may be asked abou
 @pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("method", list(available_methods()))
 def test_the_registry_gives_each_methods_own_answer(method, config):
-    """Fails for a method whose hook the source reading misses (say, one inherited from a family
-    base in method_framework/): the registry would then answer {} where the method names its checkpoint."""
+    """Fails for a method whose hook the table's `NAMES_ITS_CHECKPOINT` misses: the registry would
+    then answer {} where the method names its checkpoint."""
     cls = available_methods()[method]
     assert checkpoint_identity_of(method, lambda: CONFIGS[config]) == cls.checkpoint_identity(CONFIGS[config])
 

@@ -13,27 +13,31 @@ from lm_eval_longmem.models.method_registry import (
     build_method,
     get_method,
     split_method_args,
+    table,
 )
 from lm_eval_longmem.models.methods.vanilla import Vanilla
 
 
+@dataclasses.dataclass(frozen=True)
+class ToyArgs:
+    factor: float = dataclasses.field(default=4.0, metadata={"help": "scale"})
+    window: int = 512
+    exact: bool = False
+    mode: Literal["a", "b"] = "a"
+    cap: int | None = None
+
+
+class Toy(base.LongMemMethod):
+    name = "toy_for_tests"
+    summary = "test double"
+    Args = ToyArgs
+
+
 @pytest.fixture
-def toy_method():
-    @dataclasses.dataclass(frozen=True)
-    class ToyArgs:
-        factor: float = dataclasses.field(default=4.0, metadata={"help": "scale"})
-        window: int = 512
-        exact: bool = False
-        mode: Literal["a", "b"] = "a"
-        cap: int | None = None
-
-    class Toy(base.LongMemMethod):
-        name = "toy_for_tests"
-        summary = "test double"
-        Args = ToyArgs
-
-    yield Toy
-    base._REGISTRY.pop("toy_for_tests", None)
+def toy_method(monkeypatch):
+    """`Toy` as a method of the registry, by its line in the table, as a method file's class is."""
+    monkeypatch.setitem(table.METHODS, Toy.name, f"{__name__}:{Toy.__qualname__}")
+    return Toy
 
 
 def test_vanilla_is_registered_by_its_file():

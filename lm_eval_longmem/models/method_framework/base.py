@@ -2,8 +2,10 @@
 
 A method file subclasses `LongMemMethod`, sets `name` and `summary`, declares its
 arguments as a dataclass in `Args` (defaults from its paper, `metadata={"help": ...}`), and
-overrides only the hooks it needs. Subclasses register themselves by being defined; the
-registry imports every module of `models/methods/`, so a new method is one new file there.
+overrides only the hooks it needs. The registry finds a method by its line in
+`models/method_registry/table.py` (name -> "module:Class"), importing it only when asked for;
+subclasses also register themselves here by being defined, which checks their names and `Args`
+and lets a test hold that table equal to the classes.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ class LongMemMethod:
         dict) or, in reports, the arguments the method recorded in a results file (`describe()`).
 
         Reports ask it without importing torch (`method_registry/checkpoint_identity.py`): a method
-        that overrides it keeps its module free of heavy imports."""
+        that overrides it is listed in `method_registry/table.py`'s `NAMES_ITS_CHECKPOINT` and keeps
+        its module free of heavy imports."""
         return {}
 
     def __init__(self, args: Any = None):
@@ -183,4 +186,5 @@ class LongMemMethod:
 
 
 def registered_methods() -> dict[str, type[LongMemMethod]]:
+    """The method classes defined so far (the registry goes by `method_registry/table.py`)."""
     return dict(_REGISTRY)

@@ -1,18 +1,21 @@
-"""The method registry: every module in `models/methods/` is a method. `get_method` finds one by
-name; `build_method` parses its arguments."""
+"""The method registry: `table.py` names every method and where its class lives; `get_method`
+imports the one asked for, `available_methods` all of them (for listings); `build_method` parses
+a method's arguments."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import Any
 
-from lm_eval_longmem.common.named_subclasses import import_every_module
 from lm_eval_longmem.errors import UsageError
 from lm_eval_longmem.models.method_framework.arguments import (
     MethodArgumentError,
     field_names,
     parse_args,
 )
-from lm_eval_longmem.models.method_framework.base import LongMemMethod, registered_methods
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_registry.table import METHODS
 
 DEFAULT_METHOD = "vanilla"
 
@@ -21,12 +24,14 @@ class UnknownMethodError(UsageError):
     """`method=` names no long-memory method."""
 
 
-def available_methods() -> dict[str, type[LongMemMethod]]:
-    """Every method defined in `models/methods/`, by name (imports the method files once)."""
-    from lm_eval_longmem.models import methods
+def method_names() -> list[str]:
+    """Every method's name, in order, without importing any method."""
+    return sorted(METHODS)
 
-    import_every_module(methods.__name__, methods.__path__)
-    return dict(sorted(registered_methods().items()))
+
+def available_methods() -> dict[str, type[LongMemMethod]]:
+    """Every method class, by name (imports every method file: for listings, not for one method)."""
+    return {name: _load(name, METHODS[name]) for name in method_names()}
 
 
 def method_listing(only: str | None = None) -> str:
@@ -46,16 +51,26 @@ def method_listing(only: str | None = None) -> str:
 
 def get_method(name: str) -> type[LongMemMethod]:
     """The method called exactly `name` (names are lower case: `YARN` is refused, `yarn` suggested)."""
-    methods = available_methods()
-    if not isinstance(name, str) or name not in methods:  # lm-eval may hand over a number, list or mapping
+    if not isinstance(name, str) or name not in METHODS:  # lm-eval may hand over a number, list or mapping
         from lm_eval_longmem.common.suggestions import did_you_mean
 
-        hint = did_you_mean(name, methods, form="method={}") if isinstance(name, str) else ""
+        names = method_names()
+        hint = did_you_mean(name, names, form="method={}") if isinstance(name, str) else ""
         raise UnknownMethodError(
             f"Unknown method={name!r}.{hint} Valid methods: "
-            f"{', '.join(methods)} (`lm-eval-longmem methods` lists each with its arguments)."
+            f"{', '.join(names)} (`lm-eval-longmem methods` lists each with its arguments)."
         )
-    return methods[name]
+    return _load(name, METHODS[name])
+
+
+@functools.cache
+def _load(name: str, target: str) -> type[LongMemMethod]:
+    """The class `target` ("module:Class") points at, imported now; it must be the method `name`."""
+    module, _, attribute = target.partition(":")
+    cls = getattr(importlib.import_module(module), attribute)
+    if not (isinstance(cls, type) and issubclass(cls, LongMemMethod) and cls.__dict__.get("name") == name):
+        raise TypeError(f"method_registry/table.py: {name!r} -> {target!r} is not the LongMemMethod named {name!r}")
+    return cls
 
 
 def split_method_args(method_cls: type[LongMemMethod], model_args: dict[str, Any]):
@@ -80,5 +95,6 @@ __all__ = [
     "build_method",
     "get_method",
     "method_listing",
+    "method_names",
     "split_method_args",
 ]

@@ -24,8 +24,8 @@ from lm_eval_longmem.models.method_registry import (
     DEFAULT_METHOD,
     LongMemMethod,
     UnknownMethodError,
-    available_methods,
     get_method,
+    method_names,
     split_method_args,
 )
 
@@ -77,7 +77,7 @@ def _method_name(pretrained, method, model_args: dict[str, Any]) -> tuple[str, d
     """(name, model args with any recorded method arguments under them, whether recorded)."""
     if isinstance(method, str) and not method.strip():  # `method=$METHOD` with nothing in it: not the default
         raise UnknownMethodError(
-            f"method= is empty: name a method ({', '.join(available_methods())}), or leave method= out for "
+            f"method= is empty: name a method ({', '.join(method_names())}), or leave method= out for "
             f"{DEFAULT_METHOD} (or the method the checkpoint records)."
         )
     if method is not None and pretrained is not None:
