@@ -119,6 +119,16 @@ def test_ruler_generator_runs_at_its_full_length_through_longmem(tiny_model_dir,
     sizes = [len(tokenizer(d["arguments"]["gen_args_0"]["arg_0"])["input_ids"]) for d in docs]
     assert all(5 * 128 < n <= 1024 - 30 for n in sizes), sizes  # whole prompts, far past the base 128, never cut
 
+    # the same folder read by length: RULER's per-sample metric is keyed by its length ("1024"),
+    # and by-length puts both prompts in the bin their re-tokenized prompts fall in
+    from lm_eval_longmem.cli import main
+
+    table = tmp_path / "bins.json"
+    assert main(["by-length", str(out), "--bins", "0,512,1024", "--min-samples", "1", "--json", str(table)]) == 0
+    rows = [r for r in json.loads(table.read_text())["rows"] if r["task"] == "ruler_vt_local" and r["metric"] == "1024,none"]
+    assert [(r["bin"], r["count"]) for r in rows] == [("512-1k", 2)], rows
+    assert 0 <= rows[0]["mean"] <= 1
+
 
 @pytest.mark.parametrize(
     "method, args, expected", [("vanilla", "", 128), ("yarn", ",factor=4", 512), ("streamingllm", "", 1 << 20)]
