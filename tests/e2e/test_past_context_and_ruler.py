@@ -125,7 +125,9 @@ def test_ruler_generator_runs_at_its_full_length_through_longmem(tiny_model_dir,
 
     table = tmp_path / "bins.json"
     assert main(["by-length", str(out), "--bins", "0,512,1024", "--min-samples", "1", "--json", str(table)]) == 0
-    rows = [r for r in json.loads(table.read_text())["rows"] if r["task"] == "ruler_vt_local" and r["metric"] == "1024,none"]
+    rows = [
+        r for r in json.loads(table.read_text())["rows"] if r["task"] == "ruler_vt_local" and r["metric"] == "1024,none"
+    ]
     assert [(r["bin"], r["count"]) for r in rows] == [("512-1k", 2)], rows
     assert 0 <= rows[0]["mean"] <= 1
 

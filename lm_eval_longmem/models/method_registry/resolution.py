@@ -88,7 +88,7 @@ def _method_name(pretrained, method, model_args: dict[str, Any]) -> tuple[str, d
     if recorded is None:
         return DEFAULT_METHOD, model_args, False
     name, recorded_args = recorded
-    if name in available_methods():
+    if name in method_names():
         recorded_args = get_method(name).recorded_arguments_kept(recorded_args, model_args)
     logger.info("Using method=%s with %s, recorded in %s's config.", name, recorded_args, pretrained)
     return name, {**recorded_args, **model_args}, True
@@ -106,7 +106,7 @@ def refuse_dropping_the_checkpoint_s_method(
         recorded = recorded_method(checkpoint_config(pretrained, dict(hub_options or {})))
     except Exception:  # noqa: BLE001 - a Hub id offline, a folder without config.json: the load reports it
         return
-    if recorded is None or recorded[0] == method or recorded[0] not in available_methods():
+    if recorded is None or recorded[0] == method or recorded[0] not in method_names():
         return
     name = recorded[0]
     cls = get_method(name)
