@@ -9,21 +9,17 @@ stop the others; its cells stay empty in the tables.
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from lm_eval_longmem.study.plan import EvalJob, StudyPlan, TrainingJob
 from lm_eval_longmem.study.schema import StudyConfigError
 from lm_eval_longmem.sweep.execute import (
-    ends_with_this_process,
     failure_reason,
-    final_redraw,
+    run_logged,
     run_one,
     sigterm_as_interrupt,
 )
@@ -131,26 +127,7 @@ def train_one(job: TrainingJob, plan: StudyPlan, verbose: bool) -> StepOutcome:
     command = job.command(plan.study.train_launcher)
     log = plan.study.output_path / LOG_DIR / f"train-{job.row.label}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    start = time.monotonic()
-    with open(log, "w", encoding="utf-8") as sink:
-        sink.write(f"$ {display_command(command)}\n")
-        sink.flush()
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, preexec_fn=ends_with_this_process()
-        )
-        output = io.TextIOWrapper(process.stdout, encoding="utf-8", errors="replace", newline="\n")
-        try:
-            for line in output:
-                sink.write(final_redraw(line))
-                if verbose:
-                    sys.stdout.write(line)
-            code = process.wait()
-        except BaseException:
-            process.kill()
-            process.wait()
-            raise
-    seconds = time.monotonic() - start
+    code, seconds = run_logged(command, log, {**os.environ, "PYTHONUNBUFFERED": "1"}, verbose)
     if code != 0 or not job.done():
         reason = failure_reason(log.read_text(encoding="utf-8"), code) if code else "no export at the last step"
         return StepOutcome(job.row.label, "failed", seconds, f"{reason}  (log: {log})")

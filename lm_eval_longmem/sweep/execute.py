@@ -125,22 +125,9 @@ def final_redraw(line: str) -> str:
     return (shown[-1] if shown else "") + ending
 
 
-def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
-    staging = staging_folder(run.output_path, cell_name(run))
-    try:
-        outcome = _run_lm_eval(run, config, staging, verbose)
-    finally:
-        discard(staging)  # what publish() left: a failed or interrupted run's partial files
-    return outcome
-
-
-def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) -> Outcome:
-    command = lm_eval_command(run, config, output_path=staging)
-    log = log_path(run)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    # The stock CLI finds `longmem` through the start-up hook: make sure it is on in the child.
-    # Unbuffered, so the log shows where a long run is while it runs.
-    env = {**os.environ, "LM_EVAL_LONGMEM_AUTOLOAD": "1", "PYTHONUNBUFFERED": "1"}
+def run_logged(command: list[str], log: Path, env: dict, verbose: bool) -> tuple[int, float]:
+    """Run one child process with its output in `log` (and on stdout when `verbose`); a kill of
+    this process ends the child too. Returns its exit code and the seconds it took."""
     start = time.monotonic()
     with open(log, "w", encoding="utf-8") as sink:
         sink.write(f"$ {display_command(command)}\n")
@@ -160,7 +147,26 @@ def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) ->
             process.kill()
             process.wait()
             raise
-    seconds = time.monotonic() - start
+    return code, time.monotonic() - start
+
+
+def run_one(run: Run, config: SweepConfig, verbose: bool = False) -> Outcome:
+    staging = staging_folder(run.output_path, cell_name(run))
+    try:
+        outcome = _run_lm_eval(run, config, staging, verbose)
+    finally:
+        discard(staging)  # what publish() left: a failed or interrupted run's partial files
+    return outcome
+
+
+def _run_lm_eval(run: Run, config: SweepConfig, staging: Path, verbose: bool) -> Outcome:
+    command = lm_eval_command(run, config, output_path=staging)
+    log = log_path(run)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    # The stock CLI finds `longmem` through the start-up hook: make sure it is on in the child.
+    # Unbuffered, so the log shows where a long run is while it runs.
+    env = {**os.environ, "LM_EVAL_LONGMEM_AUTOLOAD": "1", "PYTHONUNBUFFERED": "1"}
+    code, seconds = run_logged(command, log, env, verbose)
     if code != 0:
         return Outcome(run, "failed", seconds, failure_reason(log.read_text(encoding="utf-8"), code), log=log)
     publish(staging, run.output_path)
