@@ -3,8 +3,11 @@ over the tiny Llama's words, read from a jsonl by lm-eval's own `json` dataset b
 
 `lbfix_qa` mirrors lm-eval's `longbench_qasper` (generation; the `context`/`question`/`answers`
 fields and prompt shape; scored by lm-eval's `exact_match`, since LongBench's F1 needs `jieba`);
-`lbfix_mc` mirrors `longbench2` (multiple choice A-D over the same documents, `acc`). Group
-`lbfix` holds both. Lengths are in words; the tiny tokenizer makes one token per word.
+`lbfix_mc` mirrors `longbench2` (multiple choice A-D over the same documents, `acc`);
+`lbfix_babi` mirrors lm-eval's `babilong_qa1` (facts hidden in text, a question, the answer
+sentence as target; scored by lm-eval's own babilong `process_results`; its description
+shortened and no few-shot examples, so that its lengths stay those of the other two). Group
+`lbfix` holds all three. Lengths are in words; the tiny tokenizer makes one token per word.
 """
 
 from __future__ import annotations
@@ -68,11 +71,38 @@ metadata:
   version: 1.0
 """
 
+BABI_YAML = """\
+task: lbfix_babi
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+description: "I will give you context with the facts hidden in some random text and a question.\\n\\n"
+doc_to_text: "{{{{input.strip()}}}}\\n{{{{question.strip()}}}}"
+doc_to_target: "{{{{target}}}}"
+target_delimiter: " "
+process_results: !function lm_eval.tasks.babilong.common_utils.process_results
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+generation_kwargs:
+  do_sample: false
+  temperature: 0.0
+  max_gen_toks: 4
+  until: []
+metadata:
+  version: 1.0
+"""
+
 GROUP_YAML = """\
 group: lbfix
 task:
   - lbfix_qa
   - lbfix_mc
+  - lbfix_babi
 aggregate_metric_list:
   - metric: acc
     weight_by_size: true
@@ -100,9 +130,12 @@ def write_longbench_fixture(folder: Path, context_words: list[int], seed: int = 
                 "choices": choices,
                 "answer": int(rng.integers(0, 4)),
                 "length": words,
+                "input": context,
+                "target": context.split()[-1],
             }
             handle.write(json.dumps(record) + "\n")
     (folder / "lbfix_qa.yaml").write_text(QA_YAML.format(data=data, qa_prompt=json.dumps(QA_PROMPT)))
     (folder / "lbfix_mc.yaml").write_text(MC_YAML.format(data=data, mc_prompt=json.dumps(MC_PROMPT)))
+    (folder / "lbfix_babi.yaml").write_text(BABI_YAML.format(data=data))
     (folder / "lbfix.yaml").write_text(GROUP_YAML)
     return folder
