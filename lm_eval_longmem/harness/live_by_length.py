@@ -122,11 +122,14 @@ def token_counter(tokenizer):
 
 def per_bin_entries(samples: list[tuple[str, int, dict]], settings=DEFAULT_SETTINGS) -> dict:
     """{"acc@len512-1k,none": mean, "..._n,none": count, "..._ci,none": [low, high]} from
-    (filter, input length, metrics) per document; values that are not one number are left out."""
+    (filter, input length, metrics) per document. Left out: values that are not one number, and
+    metrics a task already splits itself (`acc@len096`, `acc@depth050`: a name with "@")."""
     bins = power_of_two_bins([length for _, length, _ in samples])
     held: dict[tuple[str, str, LengthBin], list[float]] = defaultdict(list)
     for filter_key, length, metrics in samples:
         for metric, value in metrics.items():
+            if "@" in metric:
+                continue
             number = as_number(value)
             where = bin_of(length, bins)
             if number is not None and where is not None:

@@ -45,7 +45,7 @@ def test_entries_are_power_of_two_bins_with_mean_count_and_an_interval_from_the_
     long_scores = [1.0, 0.0] * FLOOR  # 2 * FLOOR documents in [512, 1k): an interval
     samples = [("none", 600 + i, {"acc": score, "pred": "text"}) for i, score in enumerate(long_scores)]
     samples += [("none", 40, {"acc": 1.0}), ("none", 50, {"acc": 0.0}), ("none", 33, {"acc": True})]  # [32, 64)
-    samples += [("strict", 40, {"acc": 0.0})]  # another filter keeps its own keys
+    samples += [("strict", 40, {"acc": 0.0, "acc@depth050": 0.0})]  # another filter keeps its own keys
     entries = per_bin_entries(samples)
     assert entries["acc@len512-1k,none"] == pytest.approx(0.5)
     assert entries["acc@len512-1k_n,none"] == 2 * FLOOR
@@ -54,6 +54,7 @@ def test_entries_are_power_of_two_bins_with_mean_count_and_an_interval_from_the_
     assert "acc@len32-64_ci,none" not in entries  # under the floor: no interval
     assert entries["acc@len32-64,strict"] == 0.0
     assert not [key for key in entries if key.startswith("pred")]  # not a number: not averaged
+    assert not [key for key in entries if "depth" in key]  # a metric the task already splits
     assert not [key for key in entries if "64-128" in key or "128-256" in key]  # empty bins: no keys
 
 
