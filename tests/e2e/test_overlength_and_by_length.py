@@ -128,3 +128,8 @@ def test_by_length_on_writes_the_by_length_report_into_the_results(model, tmp_pa
     live = {key for entry in results.values() for key in entry if "@len" in key and "_" not in key.split("@")[1]}
     assert len(live) == len(offline)  # no bin the offline report lacks
     assert "acc,none" in results["lbfix_mc"]  # lm-eval's own keys stay
+    assert main(["leaderboard", str(out), "--sort", "lbfix_mc:acc@len64-128", "--format", "csv"]) == 0
+    (header, row) = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    shown = dict(zip(header, row))
+    assert float(shown["lbfix_mc:acc@len64-128"]) == pytest.approx(results["lbfix_mc"]["acc@len64-128,none"], abs=1e-3)
+    assert not [column for column in header if column.endswith(("_n", "_ci"))]  # counts stay in the file
