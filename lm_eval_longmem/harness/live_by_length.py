@@ -98,6 +98,18 @@ class TaskListener:
         for name in ("apply_filters", "doc_iterator", "process_results"):
             self.task.__dict__.pop(name, None)
 
+    def averaged(self) -> set[str] | None:
+        """The metrics lm-eval reports as a mean of the documents' values: a bin's mean is the same
+        number over fewer documents. A count (`skipped_documents`), a corpus F1 or a perplexity is
+        not. None: the task does not say (every numeric metric is binned, as by-length does)."""
+        from lm_eval.api.metrics import mean
+
+        try:
+            aggregations = self.task.aggregation()
+        except Exception:  # noqa: BLE001 - a task without aggregations: nothing to go by
+            return None
+        return {name for name, aggregate in aggregations.items() if aggregate is mean}
+
     def lengths(self, count) -> dict[int, int]:
         """doc_id -> its longest request, in tokens."""
         found: dict[int, int] = {}
@@ -185,8 +197,11 @@ def install(evaluator_module=None) -> bool:
         count = token_counter(lm.tokenizer)
         samples = {}
         for name, listener in listeners.items():
-            lengths = listener.lengths(count)
-            samples[name] = [(f, lengths.get(doc_id, 0), metrics) for f, doc_id, metrics in listener.records]
+            lengths, averaged = listener.lengths(count), listener.averaged()
+            samples[name] = [
+                (f, lengths.get(doc_id, 0), {k: v for k, v in metrics.items() if averaged is None or k in averaged})
+                for f, doc_id, metrics in listener.records
+            ]
         if int(getattr(lm, "world_size", 1) or 1) > 1:
             parts = lm.gather_object(samples, dst=0) or []
             samples = {name: [s for part in parts for s in part.get(name, [])] for name in listeners}

@@ -11,6 +11,7 @@ from lm_eval_longmem.harness import preflight
 from lm_eval_longmem.harness.live_by_length import (
     FLOOR,
     ByLengthSettingError,
+    TaskListener,
     chosen,
     parse_setting,
     per_bin_entries,
@@ -80,3 +81,18 @@ def test_passkeys_own_per_length_metric_is_not_taken_for_a_bin():
     results = {"longmem_passkey": {"acc@len64,none": 0.5, "acc@len96,none": 0.0, "acc,none": 0.25}}
     names = {h.column.name for h in headlines_of(results)["longmem_passkey"]}
     assert not [name for name in names if "longmem_passkey:" in name]
+
+
+def test_only_metrics_lm_eval_averages_are_binned():
+    from lm_eval.api.metrics import mean
+
+    class Counted:  # trec_manyshot's shape: a mean and a count of skipped shot counts
+        def aggregation(self):
+            return {"acc": mean, "skipped_shot_counts": lambda values: len(values)}
+
+    class Silent:
+        def aggregation(self):
+            raise NotImplementedError
+
+    assert TaskListener(Counted()).averaged() == {"acc"}
+    assert TaskListener(Silent()).averaged() is None
