@@ -21,7 +21,7 @@ examples:
 
 
 def main(argv: list[str]) -> int:
-    from lm_eval_longmem.report.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from lm_eval_longmem.common.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
     from lm_eval_longmem.report.by_length import DEFAULT_FLOOR
 
     parser = argparse.ArgumentParser(
@@ -56,9 +56,10 @@ def main(argv: list[str]) -> int:
 
     from pathlib import Path
 
+    from lm_eval_longmem.common import length_bins
     from lm_eval_longmem.common.atomic_files import write_text
-    from lm_eval_longmem.report import by_length_render, length_bins
-    from lm_eval_longmem.report.bootstrap import BootstrapSettings
+    from lm_eval_longmem.common.bootstrap import BootstrapSettings
+    from lm_eval_longmem.report import by_length_render
     from lm_eval_longmem.report.by_length import build_report
     from lm_eval_longmem.report.input_lengths import LengthCounter, load_tokenizer, tokenizer_source
     from lm_eval_longmem.report.logged_samples import read_logged_runs

@@ -51,6 +51,22 @@ class Patch:
 
 
 _HARNESS = "lm_eval_longmem.harness"
+EVALUATE_PARAMETERS = (  # lm_eval.evaluator.evaluate's, wrapped by two rows
+    "lm",
+    "task_dict",
+    "limit",
+    "samples",
+    "cache_requests",
+    "rewrite_requests_cache",
+    "bootstrap_iters",
+    "write_out",
+    "log_samples",
+    "system_instruction",
+    "apply_chat_template",
+    "fewshot_as_multiturn",
+    "verbosity",
+    "confirm_run_unsafe_code",
+)
 
 PATCHES = (
     Patch(
@@ -152,22 +168,15 @@ PATCHES = (
         "generation tasks whose answers are mostly empty (an instruct model without its chat template) "
         "warned about with the count and likely cause, and counted in results['empty_generations'] "
         "(empty_outputs.py)",
-        parameters=(
-            "lm",
-            "task_dict",
-            "limit",
-            "samples",
-            "cache_requests",
-            "rewrite_requests_cache",
-            "bootstrap_iters",
-            "write_out",
-            "log_samples",
-            "system_instruction",
-            "apply_chat_template",
-            "fewshot_as_multiturn",
-            "verbosity",
-            "confirm_run_unsafe_code",
-        ),
+        parameters=EVALUATE_PARAMETERS,
+    ),
+    Patch(
+        "lm_eval.evaluator",
+        "evaluate",
+        f"{_HARNESS}.live_by_length:install",
+        "a `--model longmem` run's scores by input-length bin, with bootstrap intervals, written into "
+        "results[task] as `<metric>@len<lo>-<hi>` (live_by_length.py; `by_length=auto` keeps lm-eval's tasks' keys)",
+        parameters=EVALUATE_PARAMETERS,
     ),
 )
 

@@ -75,9 +75,11 @@ def check(args) -> None:
 
         check_checkpoint_folder(folder, separate_tokenizer=model_args.get("tokenizer") is not None)
     if ours:
+        from lm_eval_longmem.harness.live_by_length import parse_setting
         from lm_eval_longmem.models.runtime.overlength import parse_policy
 
         parse_policy(model_args.get("overlength"))  # an unknown policy: one line before anything loads
+        parse_setting(model_args.get("by_length"))
         check_model_source(model_args.get("pretrained"))
         if getattr(args, "device", AUTO_DEVICE) is None:  # not typed: lm-eval would fill in cuda:0
             args.device = AUTO_DEVICE

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from lm_eval_longmem.common.hub import loading_from_hub, offline_context
 from lm_eval_longmem.errors import LongMemError, UsageError
+from lm_eval_longmem.harness.live_by_length import parse_setting
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
 from lm_eval_longmem.lm_eval_model.overlength import SKIPPED_DOCUMENTS, OverlengthLedger, install_document_skipping
@@ -112,12 +113,14 @@ class LongMemLM(HFLM):
         device: str | None = None,
         reuse_prefix: bool | str = True,
         overlength: str | None = None,
+        by_length: str | bool | None = None,
         **kwargs,
     ):
         request_cache.install()  # before lm-eval can wrap us: --use_cache keeps our scores apart per fingerprint
         self.reuse_prefix = _parse_bool("reuse_prefix", reuse_prefix)
         self.overlength = parse_policy(overlength)  # models/runtime/overlength.py
         self.overlength_ledger = OverlengthLedger()
+        self.by_length_tasks = parse_setting(by_length)  # harness/live_by_length.py: per-bin scores
         if self.overlength == "skip":
             install_document_skipping()
             SKIPPED_DOCUMENTS.clear()  # counted afresh for this model's results

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from lm_eval_longmem.report.bootstrap import DEFAULT_SETTINGS, BootstrapSettings, bootstrap_interval
-from lm_eval_longmem.report.length_bins import LengthBin, bin_of
-from lm_eval_longmem.report.logged_samples import LoggedRun, LoggedSample, as_number
+from lm_eval_longmem.common.bootstrap import DEFAULT_SETTINGS, BootstrapSettings, as_number, bootstrap_interval
+from lm_eval_longmem.common.length_bins import LengthBin, bin_of
+from lm_eval_longmem.report.logged_samples import LoggedRun, LoggedSample
 
 DEFAULT_FLOOR = 10
 

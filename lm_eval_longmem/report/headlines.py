@@ -4,14 +4,18 @@ Our tasks' headlines come from their declarations (`tasks/<task>/headlines.py`, 
 `tasks/registry.py`): their columns sort by the task's place among ours, then by their place
 within the task. A task missing from a file simply yields no number. Tasks that are not ours
 (lm-eval's RULER, LongBench, ... run next to ours) get one column per numeric metric, after ours.
+Scores by input length that `--model longmem` wrote (`<metric>@len<lo>-<hi>`, by_length=) are a
+column each, `<task>:<metric>@len<lo>-<hi>`, after the task's other columns, shortest bin first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
+from lm_eval_longmem.common.length_bins import parse_length
 from lm_eval_longmem.tasks import registry
-from lm_eval_longmem.tasks.headlines import Column, Headline, metric_values
+from lm_eval_longmem.tasks.headlines import SUMMARIES, Column, Headline, metric_values
 
 
 def ours(task: str, metrics: dict) -> list[Headline] | None:
@@ -47,7 +51,27 @@ def other_task(task: str, metrics: dict, higher_is_better: dict | None = None) -
             Column(f"{task}:{name}", task, (after_ours, task, name), direction.get(name) is not False), value, stderr
         )
         for name, (value, stderr) in sorted(metric_values(metrics).items())
+        if not BIN_KEY.match(name)
     ]
+
+
+# harness/live_by_length.py's keys: <metric>@len<lo>-<hi>[_n|_ci] (passkey's own acc@len64 has no bin)
+BIN_KEY = re.compile(r"^(?P<metric>.+)@len(?P<low>[0-9.]+[km]?)(?:-[0-9.]+[km]?|\+)(?P<part>_n|_ci)?$")
+
+
+def by_length(task: str, metrics: dict, place: tuple, higher_is_better: dict | None = None) -> list[Headline]:
+    """A column per bin mean (`<metric>@len<lo>-<hi>`; counts and intervals are not columns),
+    placed at `place` + (metric, the bin's low edge)."""
+    direction = higher_is_better if isinstance(higher_is_better, dict) else {}
+    found = []
+    for name, (value, _) in metric_values(metrics).items():
+        match = BIN_KEY.match(name)
+        if not match or match["part"]:
+            continue
+        metric, low = match["metric"], parse_length(match["low"])
+        column = Column(f"{task}:{name}", task, (*place, metric, low), direction.get(metric) is not False)
+        found.append(Headline(column, value, None))
+    return found
 
 
 def headlines_of(results: dict, higher_is_better: dict | None = None) -> dict[str, list[Headline]]:
@@ -62,6 +86,10 @@ def headlines_of(results: dict, higher_is_better: dict | None = None) -> dict[st
         headlines = ours(task, metrics)
         if headlines is None:
             headlines = other_task(task, metrics, directions.get(task))
+            place = (len(registry.declarations()), task)
+        else:
+            place = (registry.position(task), SUMMARIES + 1)
+        headlines = [*headlines, *by_length(task, metrics, place, directions.get(task))]
         if headlines:
             found[task] = headlines
     return dict(sorted(found.items(), key=lambda item: (registry.position(item[0]), item[0])))

@@ -10,7 +10,6 @@ files do not depend on the model type, so `hf`, `vllm` and `longmem` runs read a
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,12 +126,3 @@ def sample_from_record(record: dict[str, Any]) -> LoggedSample:
     suffix = record.get("filter", "none")
     metrics = {f"{name},{suffix}": record.get(name) for name in record.get("metrics") or []}
     return LoggedSample(int(record.get("doc_id", -1)), requests, metrics)
-
-
-def as_number(value: Any) -> float | None:
-    """A metric value as a float, or None when it is not one number (a list, a dict, NaN, text)."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None

@@ -26,7 +26,8 @@ from typing import Any
 from lm_eval_longmem.harness.run_name import GENERIC_LEAF
 from lm_eval_longmem.models.method_registry.checkpoint_identity import checkpoint_identity_of
 
-# `--model_args` that place or batch the model without changing what it computes.
+# `--model_args` that place or batch the model, or add keys to its results (by_length), without
+# changing what it computes: runs that differ only in them are one run.
 PLACEMENT_ARGS = frozenset(
     {
         "pretrained",
@@ -41,6 +42,7 @@ PLACEMENT_ARGS = frozenset(
         "offload_folder",
         "trust_remote_code",
         "reuse_prefix",
+        "by_length",
         "revision",
         "cache_dir",
     }

@@ -106,3 +106,40 @@ def test_hf_and_longmem_vanilla_agree_bin_by_bin(model, tmp_path, capsys):
     group = [r for r in by_run[runs[0]].values() if r["task"] == "lbfix" and r["metric"] == "acc,none"]
     # the group's acc pools its two tasks that report acc: the multiple-choice and the babilong one
     assert sum(int(r["count"]) for r in group) == 2 * len(SHORT)
+    for folder in ("hf", "longmem"):  # by_length=auto: lm-eval's (and --include_path) tasks keep their keys
+        assert not [
+            key for entry in results_of(tmp_path / folder)["results"].values() for key in entry if "@len" in key
+        ]
+
+
+def test_by_length_on_writes_the_by_length_report_into_the_results(model, tmp_path, capsys):
+    """One `--model longmem ... by_length=on` run: its results hold per-bin keys equal to what
+    `lm-eval-longmem by-length` computes from the same run's --log_samples files."""
+    tasks = write_longbench_fixture(tmp_path / "lbfix_short", SHORT)
+    out = tmp_path / "live"
+    lm_eval("longmem", f"pretrained={model},method=vanilla,by_length=on", tasks, out)
+    results = results_of(out)["results"]
+    table = tmp_path / "bins.csv"
+    assert main(["by-length", str(out), "--min-samples", "1", "--csv", str(table)]) == 0
+    capsys.readouterr()
+    offline = [r for r in csv.DictReader(io.StringIO(table.read_text())) if r["task"] != "lbfix"]
+    assert {r["task"] for r in offline} == {"lbfix_qa", "lbfix_mc", "lbfix_babi"}
+    for row in offline:  # "acc,none" in bin "64-128" -> "acc@len64-128,none"
+        metric, _, filter_key = row["metric"].partition(",")
+        key = f"{metric}@len{row['bin']},{filter_key}"
+        assert results[row["task"]][key] == pytest.approx(float(row["mean"])), key
+        assert results[row["task"]][f"{metric}@len{row['bin']}_n,{filter_key}"] == int(row["count"])
+    live = {
+        (task, key)
+        for task, entry in results.items()
+        for key in entry
+        if "@len" in key and "_" not in key.split("@")[1]
+    }
+    assert len(live) == len(offline)  # no bin the offline report lacks
+    assert "acc,none" in results["lbfix_mc"]  # lm-eval's own keys stay
+    assert main(["leaderboard", str(out), "--sort", "lbfix_mc:acc@len64-128", "--format", "csv"]) == 0
+    (header, row) = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    shown = dict(zip(header, row))
+    assert shown["arguments"] == ""  # by_length= changes no score: not part of the run's identity
+    assert float(shown["lbfix_mc:acc@len64-128"]) == pytest.approx(results["lbfix_mc"]["acc@len64-128,none"], abs=1e-3)
+    assert not [column for column in header if column.endswith(("_n", "_ci"))]  # counts stay in the file

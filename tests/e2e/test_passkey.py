@@ -2,6 +2,7 @@
 
 import json
 
+from lm_eval_longmem.report.headlines import BIN_KEY
 from tests.helpers.cli_runs import BIN, results_of, run
 
 SMALL = ["--metadata", "pk_lengths=[64,96]", "pk_depths=[0,50,100]", "pk_samples=2", "pk_seed=1"]
@@ -48,6 +49,11 @@ def test_longmem_passkey_through_the_cli(tiny_model_dir, tmp_path):
         assert sample["acc"] == float(bool(digits) and int(digits[0]) == doc["key"])
     assert results["configs"]["longmem_passkey"]["metadata"]["protocol"]["seed"] == 1
     assert results["config"]["longmem_reuse_prefix"] is True
+    # by_length=auto: our task gets its scores by input-length bin (harness/live_by_length.py)
+    counts = {key: n for key, n in metrics.items() if BIN_KEY.match(key.split(",")[0]) and "_n," in key}
+    assert counts and all(key.startswith("acc@len") for key in counts) and sum(counts.values()) == 12
+    for key in counts:
+        assert 0 <= metrics[key.replace("_n,", ",")] <= 1
 
 
 def test_model_hf_runs_the_passkey_task_and_limit_keeps_every_cell(tiny_model_dir, tmp_path):
@@ -71,8 +77,9 @@ def test_model_hf_runs_the_passkey_task_and_limit_keeps_every_cell(tiny_model_di
             "--log_samples",
         ]
     )
-    grid = results_of(out)["results"]["longmem_passkey"]["grid,none"]
-    assert grid["num_samples"] == [[1, 1]] * 3  # 6 documents: one per length x depth cell
+    metrics = results_of(out)["results"]["longmem_passkey"]
+    assert metrics["grid,none"]["num_samples"] == [[1, 1]] * 3  # 6 documents: one per length x depth cell
+    assert not [key for key in metrics if BIN_KEY.match(key.split(",")[0])]  # by_length= is longmem's
     (samples_file,) = out.rglob("samples_longmem_passkey_*.jsonl")
     cells = {
         (json.loads(s)["doc"]["length"], json.loads(s)["doc"]["depth"]) for s in samples_file.read_text().splitlines()

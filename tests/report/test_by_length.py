@@ -12,8 +12,8 @@ import math
 import pytest
 
 from lm_eval_longmem.cli import main
-from lm_eval_longmem.report.bootstrap import BootstrapSettings, bootstrap_interval
-from lm_eval_longmem.report.length_bins import (
+from lm_eval_longmem.common.bootstrap import BootstrapSettings, bootstrap_interval
+from lm_eval_longmem.common.length_bins import (
     BinsError,
     LengthBin,
     bins_from_edges,

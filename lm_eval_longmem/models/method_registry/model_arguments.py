@@ -41,6 +41,8 @@ WRAPPER_ARGUMENTS = {
     "shared with the previous request",
     "overlength": "refuse|skip|middle|left, default refuse: what an input longer than the model takes gets "
     "(skip: not scored, counted; middle: LongBench's cut; left: lm-eval hf's cut)",
+    "by_length": "auto|on|off, default auto: scores per input-length bin written into the results "
+    "(<metric>@len<lo>-<hi>), for our tasks only under auto",
 }
 
 

@@ -1,4 +1,5 @@
-"""The percentile bootstrap interval of a mean, seeded, for reports over per-sample scores.
+"""The percentile bootstrap interval of a mean, seeded, over per-sample scores (by-length reports and
+the live per-bin metrics of `--model longmem`).
 
 A bin of a by-length report holds few samples of a bounded score (0/1 accuracies, F1 in
 [0, 1]); the bootstrap needs no assumption of normality and stays inside the scores' range.
@@ -7,8 +8,10 @@ Seeded so the same samples always give the same interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_RESAMPLES = 1000
@@ -43,3 +46,12 @@ def bootstrap_interval(values: Sequence[float], settings: BootstrapSettings = DE
     tail = (1 - settings.level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return (float(low), float(high))
+
+
+def as_number(value: Any) -> float | None:
+    """A metric value as a float, or None when it is not one number (a list, a dict, NaN, text)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
