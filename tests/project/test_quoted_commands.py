@@ -47,6 +47,10 @@ TOPICRET = needs("the L-Eval topic_retrieval dataset (fetch-data leval-topicret)
 LONGBENCH = needs("LongBench from the Hub, not cached here")
 OWN_RESULTS = needs("result folders of the user's own (no quoted command on the page makes them)")
 CHECKPOINT = needs("a trained checkpoint folder of the user's own")
+CPU_HOURS = needs(
+    "a GPU for time: the forgetting curve's default protocol (32 lengths up to the model's length, "
+    "10 samples each) takes hours on a CPU"
+)
 KVPRESS = needs("the kvpress extra (installed in .venv-kvpress, not .venv)")
 
 FATES = {
@@ -126,8 +130,9 @@ FATES = {
     "./scripts/gpu-check.sh [--quick] [--out DIR] [--only PART,...]": SYNOPSIS,
     "./scripts/gpu-check.sh --dry-run": RUNS,
     # docs/methods/ (the statedclm example is the README's, above)
-    "lm_eval --model longmem --model_args method=statedclm --tasks forgetting_curve": RUNS,
-    "lm_eval --model longmem --model_args method=streamingllm,max_context_length=2048 --tasks forgetting_curve": RUNS,
+    "lm_eval --model longmem --model_args method=statedclm --tasks forgetting_curve": CPU_HOURS,
+    "lm_eval --model longmem --model_args method=streamingllm,max_context_length=2048 --tasks "
+    "forgetting_curve": CPU_HOURS,
     "lm_eval --model longmem --model_args pretrained=meta-llama/Llama-3.1-8B-Instruct,method=longcache,"
     "top_k_prime=96 ...": GPU,
     "lm_eval --model longmem --model_args pretrained=zhixuan-lin/fox-pro-760m-longcrawl64-48b,dtype=bfloat16 --tasks "
@@ -151,18 +156,18 @@ FATES = {
     ),
     "lm-eval-longmem train landmark": GPU,
     "lm_eval --model longmem --model_args method=yarn,factor=2 --tasks forgetting_curve --metadata "
-    "fc_max_length=8000": RUNS,
+    "fc_max_length=8000": CPU_HOURS,
     "lm_eval --model longmem --model_args pretrained=meta-llama/Llama-2-7b-hf,method=dynamic_ntk,s=4,"
     "training_length=32768 --tasks ruler": GPU,
     "lm_eval --model longmem --model_args method=self_extend,window=2048,group=32,attn_implementation=eager --tasks "
-    "forgetting_curve": RUNS,
+    "forgetting_curve": CPU_HOURS,
     "lm_eval --model longmem --model_args method=lm_infinite,global_tokens=10,local_window=4096 --tasks "
-    "forgetting_curve": RUNS,
+    "forgetting_curve": CPU_HOURS,
     "lm_eval --model longmem --model_args pretrained=DAMO-NLP-SG/CLEX-7B-16K --tasks forgetting_curve": GPU,
     "lm_eval --model longmem --model_args pretrained=meta-llama/Llama-2-7b-hf,method=clex,max_factor=8 --tasks "
     "ruler": GPU,
     # docs/model.md
-    "lm_eval --model hf --model_args pretrained=$(lm-eval-longmem default-model) --tasks forgetting_curve": RUNS,
+    "lm_eval --model hf --model_args pretrained=$(lm-eval-longmem default-model) --tasks forgetting_curve": CPU_HOURS,
     "lm_eval --model longmem --model_args method=yarn,factor=4,overlength=middle --tasks longbench_qasper": LONGBENCH,
     # docs/study.md
     "lm-eval-longmem study --examples": RUNS,
