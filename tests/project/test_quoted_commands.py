@@ -301,6 +301,8 @@ def check_longmem(words: list[str]) -> None:
         from lm_eval_longmem.models.method_registry import method_names
 
         assert parsed.name in method_names(), f"no method {parsed.name!r}"
+    if name == "train":
+        check_training(argv)
     if name == "tasks" and parsed.name:
         from lm_eval_longmem.tasks import registry
 
@@ -321,10 +323,15 @@ def check_benchmark(words: list[str]) -> None:
         parsed_by(lambda _: runpy.run_path(str(script), run_name="__main__"), words[2:])
 
 
-def check_training(words: list[str]) -> None:
+def check_training(argv: list[str]) -> None:
+    """The training module's parser, then the recipe with its overrides, every key checked (as the
+    command does before torch loads; paths are the user's, not checked here)."""
     from lm_eval_longmem_training.cli import main
+    from lm_eval_longmem_training.recipe_loading import load_recipe
 
-    parsed_by(main, words[words.index("lm_eval_longmem_training") + 1 :])
+    parsed = parsed_by(main, argv)
+    if getattr(parsed, "recipe", None):
+        load_recipe(parsed.recipe, parsed.overrides)
 
 
 def unknown_lm_eval_tasks(names: set[str]) -> str:
@@ -351,7 +358,7 @@ def test_every_quoted_command_parses_and_names_real_methods_and_tasks(capsys):
                 elif words[0] == "python":
                     check_benchmark(words)
                 elif words[0] == "accelerate":
-                    check_training(words)
+                    check_training(words[words.index("lm_eval_longmem_training") + 1 :])
                 else:
                     assert (ROOT / words[0]).is_file(), f"no {words[0]}"
             except (Exception, SystemExit, pytest.fail.Exception) as error:  # noqa: BLE001 - each failure is reported
@@ -373,6 +380,8 @@ def test_the_check_catches_a_typo_in_a_method_argument_and_a_task_name():
         check_longmem(shlex.split("lm-eval-longmem leaderboard out --sortt x"))
     with pytest.raises(LongMemError, match="nosuch"):
         check_lm_eval(shlex.split("lm_eval --model longmem --model_args method=nosuch --tasks forgetting_curve"), set())
+    with pytest.raises(Exception, match="factr"):
+        check_longmem(shlex.split("lm-eval-longmem train tiny-yarn method_args.factr=8"))
     with pytest.raises(AssertionError, match="no method"):
         check_longmem(shlex.split("lm-eval-longmem methods yarnn"))
     lm_eval_tasks = set()
