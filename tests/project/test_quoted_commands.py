@@ -105,6 +105,9 @@ FATES = {
     "lm_eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M --tasks longbench --output_path out/hf "
     "--log_samples": LONGBENCH,
     "lm-eval-longmem by-length out/yarn out/hf --bins 0,4k,8k --plot by-length.png --csv by-length.csv": LONGBENCH,
+    "lm_eval --model longmem --model_args method=yarn,factor=4,by_length=on --tasks longbench --output_path out/yarn": (
+        LONGBENCH
+    ),
     "lm-eval-longmem by-length RESULTS... [--bins EDGES | --quantiles N] [--metrics NAMES] "
     "[--tokenizer NAME]": SYNOPSIS,
     "lm_eval --model longmem --model_args method=vanilla --tasks longmem_passkey --metadata $META --output_path out "
