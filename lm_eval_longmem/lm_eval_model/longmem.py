@@ -495,6 +495,18 @@ class LongMemLM(HFLM):
         )
 
     # --- reporting ----------------------------------------------------------------------
+    def gather_object(self, obj, dst=0):
+        """lm-eval's gather, with this process's `overlength=` counts riding along: every process
+        takes part in lm-eval's gathers after the documents are scored and filtered, while only
+        rank 0 writes the results (get_model_info), so that is where the counts meet."""
+        if self.world_size <= 1:
+            return super().gather_object(obj, dst=dst)
+        parts = super().gather_object((obj, self.overlength_ledger.snapshot()), dst=dst)
+        if parts is None:  # not the gathering rank
+            return None
+        self.overlength_ledger.other_ranks = [snap for rank, (_, snap) in enumerate(parts) if rank != self.rank]
+        return [part for part, _ in parts]
+
     def get_model_info(self) -> dict:
         with offline_context():  # HFLM looks up the model's Hub revision; skip that offline
             info = super().get_model_info()

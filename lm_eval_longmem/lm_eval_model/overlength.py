@@ -29,30 +29,56 @@ class OverlengthLedger:
     cut_requests: Counter = field(default_factory=Counter)
     cut_tokens: Counter = field(default_factory=Counter)
     cut_by_length: dict[str, Counter] = field(default_factory=dict)
+    # the latest snapshot of every other process (data-parallel runs), kept on the gathering rank:
+    # each process sees only its share of the documents, and only rank 0 writes the results
+    other_ranks: list[dict] = field(default_factory=list)
 
     def record_cut(self, task: str, original: int, removed: int) -> None:
         self.cut_requests[task] += 1
         self.cut_tokens[task] += removed
         self.cut_by_length.setdefault(task, Counter())[length_bin(original)] += 1
 
+    def snapshot(self) -> dict:
+        """This process's counts, picklable, for the gathering rank."""
+        return {
+            "skipped": {task: dict(docs) for task, docs in SKIPPED_DOCUMENTS.items()},
+            "cut_requests": dict(self.cut_requests),
+            "cut_tokens": dict(self.cut_tokens),
+            "cut_by_length": {task: dict(bins) for task, bins in self.cut_by_length.items()},
+        }
+
+    def _all_ranks(self) -> dict:
+        """This process's counts with every other process's latest snapshot added. Snapshots
+        replace each other, so gathering several times during a run never counts twice."""
+        total = {"skipped": {}, "cut_requests": Counter(), "cut_tokens": Counter(), "cut_by_length": {}}
+        for part in [self.snapshot(), *self.other_ranks]:
+            for task, docs in part["skipped"].items():
+                total["skipped"].setdefault(task, {}).update(docs)
+            total["cut_requests"].update(part["cut_requests"])
+            total["cut_tokens"].update(part["cut_tokens"])
+            for task, bins in part["cut_by_length"].items():
+                total["cut_by_length"].setdefault(task, Counter()).update(bins)
+        return total
+
     def as_dict(self, policy: str, context_length: int) -> dict:
         record: dict = {"policy": policy, "context_length": context_length}
+        counts = self._all_ranks()
         if policy == "skip":
             record["skipped"] = {
                 task: {
                     "documents": len(docs),
                     "by_length": dict(sorted(Counter(length_bin(n) for n in docs.values()).items(), key=_bin_order)),
                 }
-                for task, docs in sorted(SKIPPED_DOCUMENTS.items())
+                for task, docs in sorted(counts["skipped"].items())
             }
         if policy in CUTTING_POLICIES:
             record["cut"] = {
                 task: {
-                    "requests": self.cut_requests[task],
-                    "tokens_cut": self.cut_tokens[task],
-                    "by_length": dict(sorted(self.cut_by_length[task].items(), key=_bin_order)),
+                    "requests": counts["cut_requests"][task],
+                    "tokens_cut": counts["cut_tokens"][task],
+                    "by_length": dict(sorted(counts["cut_by_length"][task].items(), key=_bin_order)),
                 }
-                for task in sorted(self.cut_requests)
+                for task in sorted(counts["cut_requests"])
             }
         return record
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from lm_eval_longmem.cli import main
-from tests.helpers.cli_runs import BIN, results_of, run
+from tests.helpers.cli_runs import BIN, results_of, run, two_cpu_processes
 from tests.helpers.longbench_fixture import write_longbench_fixture
 from tests.helpers.tiny_llama import build_tiny_model
 
@@ -56,6 +56,31 @@ def test_skip_scores_the_documents_that_fit_and_counts_the_rest(model, long_task
         assert sorted(s["doc_id"] for s in logged) == list(range(len(LONG) - count))  # the metric is over these only
         for sample in logged:  # every choice of a kept document was scored
             assert all(resp[0][0] != float("-inf") for resp in sample["resps"])
+
+
+@pytest.mark.slow  # two lm_eval processes under accelerate (gloo): ~1 min on 2 cores
+def test_two_processes_count_every_processs_skipped_and_cut_documents(model, long_tasks, tmp_path):
+    """Each process scores its share of the documents and only rank 0 writes the results: the
+    counts must be the whole run's, as with one process."""
+    prefix, env = two_cpu_processes(29681, "lm_eval")
+    for policy, key in (("skip", "skipped"), ("middle", "cut")):
+        out = tmp_path / policy
+        args = ["--model", "longmem", "--model_args", f"pretrained={model},method=vanilla,overlength={policy}"]
+        args += ["--tasks", "lbfix", "--include_path", str(long_tasks), "--output_path", str(out)]
+        run([*prefix, *args], env_extra=env)
+        record = results_of(out)["config"]["longmem_overlength"][key]
+        if policy == "skip":
+            assert {task: entry["documents"] for task, entry in record.items()} == {
+                "lbfix_qa": 5,
+                "lbfix_mc": 5,
+                "lbfix_babi": 4,
+            }
+        else:
+            assert {task: entry["requests"] for task, entry in record.items()} == {
+                "lbfix_qa": 5,
+                "lbfix_mc": 20,
+                "lbfix_babi": 4,
+            }
 
 
 def test_middle_cuts_what_is_too_long_and_says_by_how_much(model, long_tasks, tmp_path):
