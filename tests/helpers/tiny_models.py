@@ -10,8 +10,9 @@ def token_ids(n, seed=0, vocab=60):
 
 
 def tiny_of(config_cls, **extra):
+    """A tiny random model of `config_cls` (2 layers unless `extra` says otherwise), seeded."""
     torch.manual_seed(0)
-    config = config_cls(
+    sizes = dict(
         vocab_size=64,
         hidden_size=32,
         intermediate_size=48,
@@ -19,9 +20,8 @@ def tiny_of(config_cls, **extra):
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=128,
-        **extra,
     )
-    return AutoModelForCausalLM.from_config(config).eval()
+    return AutoModelForCausalLM.from_config(config_cls(**{**sizes, **extra})).eval()
 
 
 def tiny_of_family(family: str):

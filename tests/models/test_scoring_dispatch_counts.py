@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig
 
 from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
-from tests.helpers.tiny_models import token_ids
+from tests.helpers.tiny_models import tiny_of, token_ids
 
 BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
 EXTRA = {"streamingllm": {}, "longcache": {"top_k_prime": 3, "span_size": 2}}
@@ -29,17 +29,7 @@ TOTALS_READS = 2
 
 
 def tiny_llama(layers: int):
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    return LlamaForCausalLM(config).eval()
+    return tiny_of(LlamaConfig, num_hidden_layers=layers)
 
 
 @pytest.fixture(scope="module")

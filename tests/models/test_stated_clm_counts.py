@@ -10,12 +10,12 @@ decompositions of these ops: a torch upgrade may move them; re-measure then, the
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig
+from transformers import LlamaConfig
 
 from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
-from tests.helpers.tiny_models import token_ids
+from tests.helpers.tiny_models import tiny_of, token_ids
 
 ARGS = {"max_context_length": 21, "chunk_size": 6, "sink_length": 3}
 LENGTHS = (30, 36, 42, 48)  # 0 to 3 steady chunks (the first 24 tokens fill the cache; the last chunk shrinks nothing)
@@ -27,17 +27,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def llama(layers: int):
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    return AutoModelForCausalLM.from_config(config).eval()
+    return tiny_of(LlamaConfig, num_hidden_layers=layers)
 
 
 def counted(layers: int) -> list[DispatchCount]:
