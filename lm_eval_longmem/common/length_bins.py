@@ -76,6 +76,14 @@ def power_of_two_bins(lengths: Sequence[int]) -> list[LengthBin]:
     return bins + [LengthBin(2**k, 2 ** (k + 1)) for k in range(first, last + 1)]
 
 
+def power_of_two_bin(length: int) -> LengthBin:
+    """The bin [2^k, 2^(k+1)) that holds `length` ([0, 1) for an empty input)."""
+    if length < 1:
+        return LengthBin(0, 1)
+    low = 1 << (length.bit_length() - 1)
+    return LengthBin(low, 2 * low)
+
+
 def quantile_bins(lengths: Sequence[int], count: int) -> list[LengthBin]:
     """`count` bins holding about equal numbers of inputs (fewer when lengths repeat)."""
     if count < 1:

@@ -28,7 +28,7 @@ from lm_eval_longmem.errors import LongMemError, UsageError
 from lm_eval_longmem.harness.live_by_length import parse_setting
 from lm_eval_longmem.harness.run_arguments import repeated_keys
 from lm_eval_longmem.lm_eval_model import cost_plan, request_cache
-from lm_eval_longmem.lm_eval_model.overlength import SKIPPED_DOCUMENTS, OverlengthLedger, install_document_skipping
+from lm_eval_longmem.lm_eval_model.overlength import OverlengthLedger, forget_counts, install_document_skipping
 from lm_eval_longmem.models.checkpoint.context_length import hard_input_limit, training_length, usable_context_length
 from lm_eval_longmem.models.checkpoint.default_model import DEFAULT_MODEL_NAME, default_model_dir
 from lm_eval_longmem.models.checkpoint.model_types import register_model_types
@@ -45,7 +45,7 @@ from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.models.runtime.data_parallel import adopt_launched_processes
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.length_probes import OUT_OF_MEMORY, ScoreFailure, is_length_probe
-from lm_eval_longmem.models.runtime.overlength import SkippedScore, SkippedText, cut, parse_policy
+from lm_eval_longmem.models.runtime.overlength import CutScore, CutText, SkippedScore, SkippedText, cut, parse_policy
 from lm_eval_longmem.models.runtime.prefix_reuse_generator import PrefixReuseGenerator
 from lm_eval_longmem.models.runtime.requests import token_ids_of
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan, TeacherForcedScorer
@@ -121,9 +121,9 @@ class LongMemLM(HFLM):
         self.overlength = parse_policy(overlength)  # models/runtime/overlength.py
         self.overlength_ledger = OverlengthLedger()
         self.by_length_tasks = parse_setting(by_length)  # harness/live_by_length.py: per-bin scores
-        if self.overlength == "skip":
-            install_document_skipping()
-            SKIPPED_DOCUMENTS.clear()  # counted afresh for this model's results
+        if self.overlength != "refuse":
+            install_document_skipping()  # also counts the cuts, from the responses' markers
+            forget_counts()  # counted afresh for this model's results
         resolved = resolve_method({"pretrained": pretrained, "method": method, **kwargs})
         self.longmem_method, other = resolved.build(), dict(resolved.other_args)
         self._config_overrides = config_overrides(other)
@@ -217,7 +217,9 @@ class LongMemLM(HFLM):
         if self.overlength == "refuse":
             return self._score_requests(requests, disable_tqdm, override_bs)
         if self.overlength != "skip":
-            return self._score_requests([self._cut_to_fit(r) for r in requests], disable_tqdm, override_bs)
+            fitted = [self._cut_to_fit(r) for r in requests]
+            scores = self._score_requests([request for request, _ in fitted], disable_tqdm, override_bs)
+            return [score if cut is None else CutScore(score, *cut) for score, (_, cut) in zip(scores, fitted)]
         skipped = self._skipped_documents(requests)
         kept = [r for r, doc in zip(requests, self._documents_of(requests)) if doc not in skipped]
         scores = iter(self._score_requests(kept, disable_tqdm, override_bs) if kept else [])
@@ -242,17 +244,16 @@ class LongMemLM(HFLM):
         return skipped
 
     def _cut_to_fit(self, request):
-        """`request` with its context cut by `overlength=` (middle or left) to fit the model."""
+        """`request` with its context cut by `overlength=` (middle or left) to fit the model, and
+        (input tokens, tokens removed) when it was cut, else None."""
         request_str, context, continuation = request
         length = len(context) + len(continuation) - 1
         if length <= self.max_length or _is_probe(request_str):
-            return request
+            return request, None
         keep = self.max_length + 1 - len(continuation)
         if keep < 1:  # the continuation alone is too long: nothing to cut
             self._check_fits(length, request_str)
-        task = self._documents_of([request])[0][0]
-        self.overlength_ledger.record_cut(task, length, len(context) - keep)
-        return request_str, cut(context, keep, self.overlength), continuation
+        return (request_str, cut(context, keep, self.overlength), continuation), (length, len(context) - keep)
 
     def _score_requests(self, requests, disable_tqdm: bool = False, override_bs=None):
         probes = [_is_probe(request_str) for request_str, _, _ in requests]
@@ -330,15 +331,17 @@ class LongMemLM(HFLM):
         """
         eos_text = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
         planned = [self._generation_plan(request, eos_text) for request in requests]
-        plans = [self._fit_generation(request, plan) for request, plan in zip(requests, planned)]
+        plans = [self._fit_generation(plan) for plan in planned]
         # overlength=skip: a document with an over-length request goes whole
         skipped = {_document_of(r) for r, plan in zip(requests, plans) if plan is None}
         kept = [i for i, request in enumerate(requests) if _document_of(request) not in skipped]
         texts = iter(self._generate([requests[i] for i in kept], [plans[i] for i in kept], disable_tqdm))
         kept_set = set(kept)
         return [
-            next(texts) if i in kept_set else SkippedText(len(generation.prompt_ids) + generation.max_new_tokens)
-            for i, (generation, _) in enumerate(planned)
+            _marked(next(texts), original, fitted)
+            if i in kept_set
+            else SkippedText(len(original.prompt_ids) + original.max_new_tokens)
+            for i, ((original, _), fitted) in enumerate(zip(planned, plans))
         ]
 
     def _generate(self, requests, plans, disable_tqdm: bool) -> list[str]:
@@ -412,7 +415,7 @@ class LongMemLM(HFLM):
             ids.update(int(t) for t in (configured if isinstance(configured, (list, tuple)) else [configured]))
         return ids
 
-    def _fit_generation(self, request, plan):
+    def _fit_generation(self, plan):
         """The plan with its prompt cut by `overlength=` (middle, left) to fit, None to skip it
         (skip), or unchanged (refuse: `_check_fits_generation` refuses it)."""
         generation, until = plan
@@ -422,8 +425,6 @@ class LongMemLM(HFLM):
             return plan
         if self.overlength == "skip":
             return None
-        task = getattr(request, "task_name", None) or ""
-        self.overlength_ledger.record_cut(task, len(generation.prompt_ids), len(generation.prompt_ids) - keep)
         prompt = tuple(cut(generation.prompt_ids, keep, self.overlength))
         return dataclasses.replace(generation, prompt_ids=prompt), until
 
@@ -537,6 +538,12 @@ class LongMemLM(HFLM):
 def _is_probe(request_str) -> bool:
     """A request whose context is a `LengthProbe` (lm-eval's request_str is (context, continuation))."""
     return request_str is not None and is_length_probe(request_str[0])
+
+
+def _marked(text: str, planned, fitted):
+    """`text`, marked with what `overlength=` cut from its prompt when `fitted` is shorter than `planned`."""
+    original, kept = len(planned.prompt_ids), len(fitted[0].prompt_ids)
+    return CutText(text, original, original - kept) if kept < original else text
 
 
 def _document_of(request) -> tuple:

@@ -4,9 +4,10 @@ policy did, for the results file, and leaving skipped documents out of the metri
 lm-eval computes a task's metrics over every document `Task.doc_iterator` yields, after the
 model has answered. `install_document_skipping` wraps it so a document whose responses hold a
 skip marker is not yielded then (nor logged with --log_samples); before the model answers there
-are no markers and every document is yielded as before. The skipped documents are counted
-there, so those answered from --use_cache count too. Counts are per task and per power-of-two
-bin of the original input length.
+are no markers and every document is yielded as before. Skipped documents and cut requests are
+counted there, from the markers in the responses, so those answered from --use_cache count
+too (the cache stores the markers). Counts are per task and per power-of-two bin of the
+original input length.
 """
 
 from __future__ import annotations
@@ -15,49 +16,47 @@ import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lm_eval_longmem.models.runtime.overlength import CUTTING_POLICIES, is_skipped, length_bin
+from lm_eval_longmem.common.length_bins import power_of_two_bin
+from lm_eval_longmem.models.runtime.overlength import CUTTING_POLICIES, is_cut, is_skipped
 
 _WRAPPED_MARKER = "__lm_eval_longmem_skips_documents__"
+
+# task name -> {doc_id: input tokens} of the documents left out by `overlength=skip` in this process
+SKIPPED_DOCUMENTS: dict[str, dict[int, int]] = {}
+# task name -> {(doc_id, request index, repeat): (input tokens, tokens removed)} cut by middle|left
+CUT_REQUESTS: dict[str, dict[tuple, tuple[int, int]]] = {}
+
+
+def forget_counts() -> None:
+    """Count afresh, for a new model's results."""
+    SKIPPED_DOCUMENTS.clear()
+    CUT_REQUESTS.clear()
 
 
 @dataclass
 class OverlengthLedger:
-    """What the policy did, per task: requests cut and tokens removed (middle, left). Skipped
-    documents are counted when lm-eval leaves them out (`skipped_documents`), which also covers
-    those answered from --use_cache."""
+    """What the policy did in the whole run: this process's counts plus, on the gathering rank,
+    every other process's latest snapshot (in a data-parallel run each process sees only its
+    share of the documents, and only rank 0 writes the results)."""
 
-    cut_requests: Counter = field(default_factory=Counter)
-    cut_tokens: Counter = field(default_factory=Counter)
-    cut_by_length: dict[str, Counter] = field(default_factory=dict)
-    # the latest snapshot of every other process (data-parallel runs), kept on the gathering rank:
-    # each process sees only its share of the documents, and only rank 0 writes the results
     other_ranks: list[dict] = field(default_factory=list)
 
-    def record_cut(self, task: str, original: int, removed: int) -> None:
-        self.cut_requests[task] += 1
-        self.cut_tokens[task] += removed
-        self.cut_by_length.setdefault(task, Counter())[length_bin(original)] += 1
-
-    def snapshot(self) -> dict:
+    @staticmethod
+    def snapshot() -> dict:
         """This process's counts, picklable, for the gathering rank."""
         return {
             "skipped": {task: dict(docs) for task, docs in SKIPPED_DOCUMENTS.items()},
-            "cut_requests": dict(self.cut_requests),
-            "cut_tokens": dict(self.cut_tokens),
-            "cut_by_length": {task: dict(bins) for task, bins in self.cut_by_length.items()},
+            "cut": {task: dict(requests) for task, requests in CUT_REQUESTS.items()},
         }
 
     def _all_ranks(self) -> dict:
-        """This process's counts with every other process's latest snapshot added. Snapshots
-        replace each other, so gathering several times during a run never counts twice."""
-        total = {"skipped": {}, "cut_requests": Counter(), "cut_tokens": Counter(), "cut_by_length": {}}
+        """Keyed by document or request, so snapshots taken several times during a run never
+        count twice."""
+        total: dict = {"skipped": {}, "cut": {}}
         for part in [self.snapshot(), *self.other_ranks]:
-            for task, docs in part["skipped"].items():
-                total["skipped"].setdefault(task, {}).update(docs)
-            total["cut_requests"].update(part["cut_requests"])
-            total["cut_tokens"].update(part["cut_tokens"])
-            for task, bins in part["cut_by_length"].items():
-                total["cut_by_length"].setdefault(task, Counter()).update(bins)
+            for kind in total:
+                for task, entries in part[kind].items():
+                    total[kind].setdefault(task, {}).update(entries)
         return total
 
     def as_dict(self, policy: str, context_length: int) -> dict:
@@ -65,30 +64,24 @@ class OverlengthLedger:
         counts = self._all_ranks()
         if policy == "skip":
             record["skipped"] = {
-                task: {
-                    "documents": len(docs),
-                    "by_length": dict(sorted(Counter(length_bin(n) for n in docs.values()).items(), key=_bin_order)),
-                }
+                task: {"documents": len(docs), "by_length": _by_length(docs.values())}
                 for task, docs in sorted(counts["skipped"].items())
             }
         if policy in CUTTING_POLICIES:
             record["cut"] = {
                 task: {
-                    "requests": counts["cut_requests"][task],
-                    "tokens_cut": counts["cut_tokens"][task],
-                    "by_length": dict(sorted(counts["cut_by_length"][task].items(), key=_bin_order)),
+                    "requests": len(requests),
+                    "tokens_cut": sum(removed for _, removed in requests.values()),
+                    "by_length": _by_length(tokens for tokens, _ in requests.values()),
                 }
-                for task in sorted(counts["cut_requests"])
+                for task, requests in sorted(counts["cut"].items())
             }
         return record
 
 
-def _bin_order(item) -> int:
-    return int(item[0].split("-")[0])
-
-
-# task name -> {doc_id: input tokens} of the documents left out by `overlength=skip` in this process
-SKIPPED_DOCUMENTS: dict[str, dict[int, int]] = {}
+def _by_length(lengths) -> dict[str, int]:
+    bins = Counter(power_of_two_bin(n) for n in lengths)
+    return {b.label: bins[b] for b in sorted(bins, key=lambda b: b.low)}
 
 
 def skipped_in(task) -> dict[int, int]:
@@ -101,9 +94,20 @@ def skipped_in(task) -> dict[int, int]:
     return skipped
 
 
+def cut_in(task) -> dict[tuple, tuple[int, int]]:
+    """(doc_id, request index, repeat) -> (input tokens, tokens removed) of the cut requests of `task`."""
+    return {
+        (instance.doc_id, instance.idx, repeat): (response.tokens, response.removed)
+        for instance in getattr(task, "_instances", None) or []
+        for repeat, response in enumerate(instance.resps)
+        if is_cut(response)
+    }
+
+
 def install_document_skipping() -> bool:
     """Wrap lm-eval's `Task.doc_iterator` so documents answered by a skip marker are left out of
-    the metrics and the logged samples (a no-op for tasks without markers). Idempotent."""
+    the metrics and the logged samples (a no-op for tasks without markers), and the markers are
+    counted. Idempotent."""
     from lm_eval.api.task import Task
 
     original = Task.doc_iterator
@@ -113,11 +117,14 @@ def install_document_skipping() -> bool:
     @functools.wraps(original)
     def doc_iterator(self, *args, **kwargs):
         documents = original(self, *args, **kwargs)
+        name = str(getattr(self, "task_name", None) or getattr(getattr(self, "config", None), "task", None) or "?")
+        cut = cut_in(self)
+        if cut:
+            CUT_REQUESTS.setdefault(name, {}).update(cut)
         skipped = skipped_in(self)
         if not skipped:
             return documents
-        name = getattr(self, "task_name", None) or getattr(getattr(self, "config", None), "task", None) or "?"
-        SKIPPED_DOCUMENTS.setdefault(str(name), {}).update(skipped)
+        SKIPPED_DOCUMENTS.setdefault(name, {}).update(skipped)
         return ((doc_id, doc) for doc_id, doc in documents if doc_id not in skipped)
 
     setattr(doc_iterator, _WRAPPED_MARKER, True)

@@ -27,9 +27,9 @@ def model(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny128"), max_position_embeddings=128)
 
 
-def lm_eval(model_name, model_args, tasks_folder, out, log_samples=True, check=True):
+def lm_eval(model_name, model_args, tasks_folder, out, log_samples=True, check=True, extra=()):
     args = [str(BIN / "lm_eval"), "--model", model_name, "--model_args", model_args, "--tasks", "lbfix"]
-    args += ["--include_path", str(tasks_folder), "--output_path", str(out)]
+    args += ["--include_path", str(tasks_folder), "--output_path", str(out), *extra]
     return run(args + (["--log_samples"] if log_samples else []), check=check)
 
 
@@ -83,15 +83,22 @@ def test_two_processes_count_every_processs_skipped_and_cut_documents(model, lon
             }
 
 
-def test_middle_cuts_what_is_too_long_and_says_by_how_much(model, long_tasks, tmp_path):
-    out = tmp_path / "middle"
-    lm_eval("longmem", f"pretrained={model},method=vanilla,overlength=middle", long_tasks, out, log_samples=False)
-    results = results_of(out)
-    cut = results["config"]["longmem_overlength"]["cut"]
+def test_middle_cuts_what_is_too_long_and_says_by_how_much_also_from_the_cache(model, long_tasks, tmp_path):
+    """The second run answers every request from --use_cache, never reaching the model: the
+    counts come from the cached answers and must equal the first run's."""
+    records = []
+    for attempt in ("first", "cached"):
+        out = tmp_path / attempt
+        model_args = f"pretrained={model},method=vanilla,overlength=middle"
+        lm_eval("longmem", model_args, long_tasks, out, log_samples=False, extra=["--use_cache", str(tmp_path / "db")])
+        results = results_of(out)
+        records.append(results["config"]["longmem_overlength"]["cut"])
+        assert results["n-samples"]["lbfix_mc"]["effective"] == len(LONG)
+    cut, cached = records
     assert cut["lbfix_qa"]["requests"] == 5 and cut["lbfix_mc"]["requests"] == 5 * 4  # every choice
     assert cut["lbfix_babi"]["requests"] == 4
     assert all(entry["tokens_cut"] > 0 for entry in cut.values())
-    assert results["n-samples"]["lbfix_mc"]["effective"] == len(LONG)
+    assert cached == cut
 
 
 def test_refuse_stops_with_todays_message(model, long_tasks, tmp_path):

@@ -11,14 +11,16 @@ import pickle
 import pytest
 from lm_eval.api.instance import Instance
 
+from lm_eval_longmem.common.length_bins import power_of_two_bin
 from lm_eval_longmem.lm_eval_model.longmem import ContextTooLongError, LongMemLM
 from lm_eval_longmem.lm_eval_model.score_fingerprint import score_fingerprint
 from lm_eval_longmem.models.runtime.overlength import (
+    CutScore,
+    CutText,
     SkippedScore,
     SkippedText,
     UnknownOverlengthPolicyError,
     cut,
-    length_bin,
     parse_policy,
 )
 from lm_eval_longmem.models.runtime.requests import TokenText
@@ -58,13 +60,16 @@ def test_middle_keeps_start_and_end_left_keeps_the_end():
     assert cut(ids, 5, "middle") == [0, 1, 7, 8, 9]  # the end (the question) gets the odd token
     assert cut(ids, 4, "left") == [6, 7, 8, 9]
     assert cut(ids, 12, "middle") == ids
-    assert [length_bin(n) for n in (1, 129, 4096)] == ["1-2", "128-256", "4096-8192"]
+    assert [power_of_two_bin(n).label for n in (0, 1, 129, 4096)] == ["0-1", "1-2", "128-256", "4k-8k"]
 
 
-def test_skip_markers_survive_the_request_cache_with_their_length():
+def test_skip_and_cut_markers_survive_the_request_cache_with_their_lengths():
     score, text = pickle.loads(pickle.dumps((SkippedScore(300), SkippedText(77))))
     assert isinstance(score, SkippedScore) and score.tokens == 300 and score[0] == -math.inf and score[1] is False
     assert isinstance(text, SkippedText) and text.tokens == 77 and text == ""
+    score, text = pickle.loads(pickle.dumps((CutScore((-1.5, True), 300, 40), CutText("an answer", 77, 9))))
+    assert isinstance(score, CutScore) and score == (-1.5, True) and (score.tokens, score.removed) == (300, 40)
+    assert isinstance(text, CutText) and text == "an answer" and (text.tokens, text.removed) == (77, 9)
 
 
 def test_refuse_is_todays_refusal_and_names_the_policies(refusing):
@@ -83,12 +88,10 @@ def test_middle_scores_exactly_the_longbench_cut_input(tiny_model_dir, refusing)
         [Instance("loglikelihood", {}, (TokenText("x", cut_context), TokenText(" y", continuation)), 0)]
     )
     assert score == pytest.approx(expected, abs=1e-6)
-    record = lm.get_model_info()["longmem_overlength"]
-    assert record == {
-        "policy": "middle",
-        "context_length": 128,
-        "cut": {"t": {"requests": 1, "tokens_cut": len(context) - keep, "by_length": {"128-256": 1}}},
-    }
+    # the score says what was cut (the results count it from there, also when --use_cache answers)
+    assert isinstance(score, CutScore) and (score.tokens, score.removed) == (len(context) + 1, len(context) - keep)
+    (uncut,) = lm.loglikelihood([loglikelihood("t", 1, "sea ship", " king")])
+    assert not isinstance(uncut, CutScore)
 
 
 def test_left_gives_lm_eval_hf_scores(tiny_model_dir):
@@ -129,7 +132,7 @@ def test_generation_skip_and_middle(tiny_model_dir, refusing):
         [Instance("generate_until", {}, (TokenText(decoded, kept), dict(GREEDY)), 0)], disable_tqdm=True
     )
     assert text == expected
-    assert middle.get_model_info()["longmem_overlength"]["cut"]["t"]["tokens_cut"] == len(prompt) - (128 - 4)
+    assert isinstance(text, CutText) and (text.tokens, text.removed) == (len(prompt), len(prompt) - (128 - 4))
 
 
 def test_the_cache_fingerprint_records_a_policy_that_changes_scores(tiny_model_dir, refusing):

@@ -9,6 +9,8 @@
 * `middle`: LongBench's rule: the middle of the prompt goes, its start and its end (where the
   question is) stay; the start keeps half of the room, the end the rest.
 * `left`: lm-eval's `hf` rule: the start of the prompt goes (for numbers published that way).
+  A cut request answers its score or text marked with what was cut (`CutScore`, `CutText`),
+  which --use_cache stores too, so a rerun from the cache reports the same cuts.
 
 Only the context is ever cut: a continuation or generation budget that alone exceeds the
 model is refused whatever the policy.
@@ -37,14 +39,6 @@ def parse_policy(value) -> str:
             f"--model_args overlength={value}: unknown policy; valid: {', '.join(POLICIES)} (default {DEFAULT_POLICY})."
         )
     return policy
-
-
-def length_bin(tokens: int) -> str:
-    """The power-of-two bin [2^k, 2^(k+1)) of an input length, as "2048-4096"."""
-    if tokens < 1:
-        return "0-1"
-    low = 1 << (tokens.bit_length() - 1)
-    return f"{low}-{2 * low}"
 
 
 def cut(ids: Sequence[int], keep: int, policy: str) -> list[int]:
@@ -83,5 +77,36 @@ class SkippedText(str):
         return (self.tokens,)
 
 
+class CutScore(tuple):
+    """A loglikelihood score of a request whose context was cut to fit (`overlength=middle|left`):
+    the (loglikelihood, is_greedy) pair, with the input's length before the cut and the tokens
+    removed. Pickles with both (lm-eval's --use_cache stores it)."""
+
+    def __new__(cls, score=(0.0, False), tokens: int = 0, removed: int = 0):
+        marker = super().__new__(cls, tuple(score))
+        marker.tokens, marker.removed = int(tokens), int(removed)
+        return marker
+
+    def __getnewargs__(self):
+        return (tuple(self), self.tokens, self.removed)
+
+
+class CutText(str):
+    """A generated text whose prompt was cut to fit, with the prompt's length before the cut and
+    the tokens removed."""
+
+    def __new__(cls, text: str = "", tokens: int = 0, removed: int = 0):
+        marker = super().__new__(cls, text)
+        marker.tokens, marker.removed = int(tokens), int(removed)
+        return marker
+
+    def __getnewargs__(self):
+        return (str(self), self.tokens, self.removed)
+
+
 def is_skipped(response) -> bool:
     return isinstance(response, (SkippedScore, SkippedText))
+
+
+def is_cut(response) -> bool:
+    return isinstance(response, (CutScore, CutText))
