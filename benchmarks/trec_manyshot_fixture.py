@@ -1,8 +1,8 @@
-"""Many-shot TREC on the embedded SmolLM2-135M, on hand-written TREC-style FIXTURE questions.
+"""Many-shot TREC on the embedded SmolLM2-135M, on the package's written TREC-style sample.
 
-Not the real TREC (this machine cannot reach the Hub): 72 questions written for the tests
-(tests/helpers/data_fixtures.py) in CogComp/trec's schema, 56 as the demonstration pool and 16 as test
-questions. It shows the task running end to end on a real model through lm-eval's API, and
+Not the real TREC (it runs without the Hub): `--metadata trec_source=sample`, 72 questions written
+for this project in TREC's style (lm_eval_longmem/data/trec_sample.py), 56 as the demonstration
+pool and 16 as test questions. It shows the task running end to end on a real model through lm-eval's API, and
 how accuracy moves with the shot count; the numbers are not comparable with the paper's.
 
     python benchmarks/trec_manyshot_fixture.py [--shots 1 10 50] [--model-args method=vanilla]
@@ -11,13 +11,7 @@ how accuracy moves with the shot count; the numbers are not comparable with the 
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
 import time
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
 
 
 def main() -> None:
@@ -30,24 +24,21 @@ def main() -> None:
     import lm_eval
 
     import lm_eval_longmem
-    from tests.helpers.data_fixtures import PLAUSIBLE_TREC_QUESTIONS, write_trec_fixture
 
     lm_eval_longmem.register()
     model_args = dict(item.split("=", 1) for item in args.model_args.split(",") if item)
     model_args.setdefault("device", "cpu")
-    with tempfile.TemporaryDirectory() as tmp:
-        data = write_trec_fixture(Path(tmp) / "trec", PLAUSIBLE_TREC_QUESTIONS[:56], PLAUSIBLE_TREC_QUESTIONS[56:])
-        start = time.perf_counter()
-        results = lm_eval.simple_evaluate(
-            model=args.model,
-            model_args=model_args,
-            tasks=["longmem_trec_manyshot"],
-            metadata={"trec_data_dir": str(data), "trec_shots": args.shots, "trec_questions": 16},
-        )
-        seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    results = lm_eval.simple_evaluate(
+        model=args.model,
+        model_args=model_args,
+        tasks=["longmem_trec_manyshot"],
+        metadata={"trec_source": "sample", "trec_shots": args.shots, "trec_questions": 16},
+    )
+    seconds = time.perf_counter() - start
     metrics = results["results"]["longmem_trec_manyshot"]
     protocol = results["configs"]["longmem_trec_manyshot"]["metadata"]["protocol"]
-    print(f"\nSmolLM2-135M ({args.model}, {model_args}) on FIXTURE questions (16 test questions per shot count):")
+    print(f"\nSmolLM2-135M ({args.model}, {model_args}) on the written sample (16 test questions per shot count):")
     for shots in protocol["shots"]:
         key = f"acc@{shots:04d}shots,none"
         print(

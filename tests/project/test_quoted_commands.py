@@ -197,6 +197,8 @@ FATES = {
     "topicret_overlong=skip": TOPICRET,
     "lm_eval --model longmem --model_args method=vanilla --tasks longmem_trec_manyshot --metadata "
     "trec_shots=[1,10,50,100] trec_questions=100": TREC,
+    "lm_eval --model longmem --model_args method=vanilla --tasks longmem_trec_manyshot --metadata "
+    "trec_source=sample trec_shots=[1,8] trec_questions=5": RUNS,
     # docs/training.md
     "lm-eval-longmem train --help": RUNS,
     "lm-eval-longmem train tiny-yarn": RUNS,

@@ -140,3 +140,17 @@ def test_shot_counts_that_do_not_fit_are_dropped_by_default_and_an_error_when_ex
 def test_too_many_shots_for_the_train_split(trec_dir):
     with pytest.raises(TaskOptionError, match="TREC train has 56"):
         build_buckets(TrecOptions(shots=(100,), data_dir=str(trec_dir)))
+
+
+def test_the_written_sample_runs_offline_as_the_local_copies_of_it_do(trec_dir):
+    """trec_source=sample: the shipped questions, with no data to fetch, give exactly the prompts
+    the same questions give as CogComp/trec files."""
+    from lm_eval_longmem.tasks.dataset_needs import needed
+
+    sample = build_buckets(TrecOptions(shots=(1, 8), questions=10, source="sample"))
+    local = build_buckets(TrecOptions(shots=(1, 8), questions=10, data_dir=str(trec_dir)))
+    assert [(b.shots, b.items) for b in sample] == [(b.shots, b.items) for b in local]
+    assert needed(["longmem_trec_manyshot"], {"trec_source": "sample"}) == {}
+    assert "trec" in needed(["longmem_trec_manyshot"], {})
+    with pytest.raises(TaskOptionError, match="trec_source=sample reads the questions shipped"):
+        TrecOptions(source="sample", data_dir=str(trec_dir)).validate()

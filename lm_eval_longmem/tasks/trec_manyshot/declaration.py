@@ -33,12 +33,19 @@ def _published_prompts(options) -> bool:
     return option_given(options, "trec_source") == "manyshots"
 
 
+def _written_sample(options) -> bool:
+    return option_given(options, "trec_source") == "sample"
+
+
 DECLARATION = TaskDeclaration(
     name="longmem_trec_manyshot",
     summary="Many-shot in-context learning on TREC (the controlled study, §7.5; LongBench's TREC format).",
     options=TaskOptions("trec_", "lm_eval_longmem.tasks.trec_manyshot.protocol:TrecOptions"),
     datasets=(
-        DatasetNeed(TREC, lambda options: _from_the_hub(options) and not _published_prompts(options)),
+        DatasetNeed(
+            TREC,
+            lambda options: _from_the_hub(options) and not _published_prompts(options) and not _written_sample(options),
+        ),
         DatasetNeed(MANYSHOTS, lambda options: _from_the_hub(options) and _published_prompts(options)),
     ),
     headlines=headlines,

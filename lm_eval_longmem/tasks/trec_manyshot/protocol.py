@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lm_eval_longmem.data.trec import LONGBENCH_ALL_CLASSES, MANYSHOT_COUNTS, load_manyshot_rows, load_trec
+from lm_eval_longmem.data.trec_sample import load_trec_sample
 from lm_eval_longmem.tasks.prompt_budget import PromptBudget
 from lm_eval_longmem.tasks.task_options import (
     MAX_COUNT,
@@ -35,7 +36,7 @@ from lm_eval_longmem.tasks.trec_manyshot import longbench_format
 logger = logging.getLogger(__name__)
 
 OPTION_PREFIX = "trec_"
-SOURCES = ("cogcomp", "manyshots")
+SOURCES = ("cogcomp", "manyshots", "sample")
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,10 @@ class TrecOptions:
     seed: int = field(default=0, metadata={"help": "seed of the demonstration permutation and the test sample"})
     source: str = field(
         default="cogcomp",
-        metadata={"help": "cogcomp (sample from CogComp/trec) or manyshots (the published prompt files)"},
+        metadata={
+            "help": "cogcomp (sample from CogComp/trec), manyshots (the published prompt files) or sample "
+            "(72 TREC-style questions shipped for offline runs; not TREC, not comparable)"
+        },
     )
     data_dir: str | None = field(default=None, metadata={"help": "local copies of the source, for offline machines"})
 
@@ -63,6 +67,11 @@ class TrecOptions:
         check_range(f"{OPTION_PREFIX}questions", self.questions, 1, MAX_COUNT)
         check_range(f"{OPTION_PREFIX}seed", self.seed, 0, MAX_SEED)
         check_local_path(f"{OPTION_PREFIX}data_dir", self.data_dir, "a folder of the source's local files")
+        if self.source == "sample" and self.data_dir is not None:
+            raise TaskOptionError(
+                "trec_source=sample reads the questions shipped with the package: drop trec_data_dir, or use "
+                "trec_source=cogcomp with trec_data_dir=DIR for local copies of CogComp/trec"
+            )
         if self.source == "manyshots" and self.shots is not None:
             missing = sorted(set(self.shots) - set(MANYSHOT_COUNTS))
             if missing:
@@ -94,7 +103,8 @@ class ShotBucket:
 
 
 def cogcomp_buckets(options: TrecOptions) -> list[ShotBucket]:
-    splits = load_trec(options.data_dir)
+    """TREC questions (CogComp/trec, or the written sample) in the study's protocol."""
+    splits = load_trec_sample() if options.source == "sample" else load_trec(options.data_dir)
     train, test = splits["train"], splits["test"]
     counts = [n for n in options.shot_counts if n <= len(train)]
     if len(counts) < len(options.shot_counts):
@@ -127,7 +137,7 @@ def manyshot_buckets(options: TrecOptions) -> list[ShotBucket]:
 
 
 def build_buckets(options: TrecOptions) -> list[ShotBucket]:
-    return cogcomp_buckets(options) if options.source == "cogcomp" else manyshot_buckets(options)
+    return manyshot_buckets(options) if options.source == "manyshots" else cogcomp_buckets(options)
 
 
 def longest_prompt_tokens(bucket: ShotBucket, budget: PromptBudget) -> int:
