@@ -82,7 +82,7 @@ def reading_flops(size: ModelSize, reads: list[tuple[int, int]]) -> float:
 def suite_reads(part_name: str, metadata: dict[str, Any], model_args: dict[str, Any], suite) -> list[tuple[int, int]]:
     """(tokens, context) the part's lm_eval run reads, from the suite's options (defaults where unset)."""
     reads = []
-    if part_name == "core":
+    if part_name == "core" or part_name.startswith("ppl:"):  # our tasks: their options say what they read
         if "ppl_lengths" in metadata:
             windows = metadata.get("ppl_windows", 4)
             reads += [(windows * n, n) for n in metadata["ppl_lengths"]]

@@ -47,6 +47,9 @@ class RowScores:
     eval_length: int | None
     exact: bool | None
     ppl_by_length: dict[int, float] = dataclasses.field(default_factory=dict)
+    ppl_corpus: str | None = None  # as the perplexity task's protocol names it
+    # corpus -> length -> perplexity, for the corpora after the first (suite.ppl.corpus as a list)
+    ppl_other_corpora: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
     ppl: Score = dataclasses.field(default_factory=Score)
     needle: Score = dataclasses.field(default_factory=Score)
     mshots: Score = dataclasses.field(default_factory=Score)
@@ -77,7 +80,11 @@ def read_rows(plan: StudyPlan) -> list[RowScores]:
             if path is None:
                 continue
             scores.results_files.append(str(path))
-            _read_into(scores, json.loads(Path(path).read_text("utf-8")))
+            data = json.loads(Path(path).read_text("utf-8"))
+            if evaluation.part.second_corpus is not None:
+                scores.ppl_other_corpora[evaluation.part.second_corpus] = _perplexity_by_length(data)
+            else:
+                _read_into(scores, data)
         rows.append(scores)
     return rows
 
@@ -105,17 +112,25 @@ def _exact(method: str | None, job) -> bool | None:
         return None
 
 
+def _perplexity_by_length(data: dict[str, Any]) -> dict[int, float]:
+    perplexity = (data.get("results") or {}).get("longmem_perplexity") or {}
+    found = {}
+    for key, value in perplexity.items():
+        match = PPL_KEY.match(key)
+        if match and isinstance(value, (int, float)) and math.isfinite(value):
+            found[int(match.group(1))] = float(value)
+    return found
+
+
 def _read_into(scores: RowScores, data: dict[str, Any]) -> None:
     results = data.get("results") or {}
-    perplexity = results.get("longmem_perplexity")
-    if perplexity:
-        for key, value in perplexity.items():
-            match = PPL_KEY.match(key)
-            if match and isinstance(value, (int, float)) and math.isfinite(value):
-                scores.ppl_by_length[int(match.group(1))] = float(value)
+    if results.get("longmem_perplexity"):
+        scores.ppl_by_length.update(_perplexity_by_length(data))
         protocol = (((data.get("configs") or {}).get("longmem_perplexity") or {}).get("metadata") or {}).get("protocol")
-        if scores.train_length is None and protocol:
-            scores.train_length = protocol.get("training_length")
+        if protocol:
+            scores.ppl_corpus = protocol.get("corpus")
+            if scores.train_length is None:
+                scores.train_length = protocol.get("training_length")
         if scores.ppl_by_length:
             scores.ppl = Score(scores.ppl_by_length[max(scores.ppl_by_length)])
     samples = data.get("n-samples") or {}

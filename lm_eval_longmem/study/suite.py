@@ -62,11 +62,24 @@ RULER_KEYS = ("lengths",)
 class EvalPart:
     """One lm_eval run of a row: its tasks, task options and extra model args."""
 
-    name: str  # core | longbench | ruler
+    name: str  # core | ppl:<second corpus> | longbench | ruler
     columns: tuple[str, ...]
     tasks: tuple[str, ...]
     metadata: dict[str, Any]
     model_args: dict[str, Any]
+
+    @property
+    def runs_our_tasks(self) -> bool:
+        """Whether its tasks are this package's (checked and fetched by their declarations)."""
+        return not any(COLUMNS[c].own_run for c in self.columns)
+
+    @property
+    def second_corpus(self) -> str | None:
+        """The corpus of a perplexity-only part (a corpus after the first), else None."""
+        return self.name.removeprefix(SECOND_CORPUS_PREFIX) if self.name.startswith(SECOND_CORPUS_PREFIX) else None
+
+
+SECOND_CORPUS_PREFIX = "ppl:"
 
 
 def check_columns(study: Study) -> None:
@@ -83,11 +96,19 @@ def eval_parts(study: Study) -> list[EvalPart]:
     core = [name for name in ORDER if name in study.suite and not COLUMNS[name].own_run]
     parts = []
     if core:
-        metadata = {}
+        metadata, corpora = {}, []
         for name in core:
-            column = COLUMNS[name]
-            metadata.update({column.prefix + key: value for key, value in study.suite[name].items()})
+            column, options = COLUMNS[name], dict(study.suite[name])
+            if name == "ppl" and "corpus" in options:
+                corpora = _corpora(study, options["corpus"])
+                options["corpus"] = corpora[0]
+            metadata.update({column.prefix + key: value for key, value in options.items()})
         parts.append(EvalPart("core", tuple(core), tuple(COLUMNS[n].task for n in core), metadata, {}))
+        ppl_options = {key: value for key, value in metadata.items() if key.startswith(COLUMNS["ppl"].prefix)}
+        for corpus in corpora[1:]:  # the study's Table 2 reads PG-19 and Proof-pile: one more run each
+            ppl_part = {**ppl_options, "ppl_corpus": corpus}
+            name = SECOND_CORPUS_PREFIX + corpus
+            parts.append(EvalPart(name, ("ppl",), (COLUMNS["ppl"].task,), ppl_part, {}))
     if "longbench" in study.suite:
         options = _options(study, "longbench", LONGBENCH_KEYS)
         length = options.get("length")
@@ -107,6 +128,17 @@ def eval_parts(study: Study) -> list[EvalPart]:
             metadata["tokenizer"] = embedded_model_path()
         parts.append(EvalPart("ruler", ("ruler",), ("ruler",), metadata, {}))
     return parts
+
+
+def _corpora(study: Study, value) -> list[str]:
+    """suite.ppl.corpus: one corpus, or a list of them (the first is Table 1's PPL and Figure 2's)."""
+    corpora = value if isinstance(value, list) else [value]
+    if not corpora or not all(isinstance(c, str) and c.strip() for c in corpora) or len(set(corpora)) < len(corpora):
+        raise StudyConfigError(
+            f"{study.source}: suite.ppl.corpus must be a corpus name or path, or a list of different ones, "
+            f"e.g. [pg19, /data/proof-pile]; got {value!r}"
+        )
+    return corpora
 
 
 def _options(study: Study, column: str, valid) -> dict[str, Any]:
@@ -132,7 +164,7 @@ def check_task_options(study: Study, parts: list[EvalPart]) -> None:
     from lm_eval_longmem.harness.preflight import check_task_options as check
 
     for part in parts:
-        if part.name != "core":
+        if not part.runs_our_tasks:
             continue
         try:
             check(list(part.tasks), {**study.base, **part.metadata})
@@ -178,7 +210,7 @@ def missing_data(study: Study, parts: list[EvalPart]) -> dict[str, str]:
     known = registry.datasets()
     missing = {}
     for part in parts:
-        if part.name != "core":
+        if not part.runs_our_tasks:
             continue
         for key, users in needed(part.tasks, {**study.base, **part.metadata}).items():
             if is_available(known[key])[0]:

@@ -65,14 +65,28 @@ def table1(rows: list[RowScores], columns: list[str]) -> Table:
     return Table("table1", "Table 1: every method under one budget and one suite", header, body)
 
 
-def table2(rows: list[RowScores]) -> Table:
-    lengths = sorted({n for row in rows for n in row.ppl_by_length})
+def table2(rows: list[RowScores]) -> list[Table]:
+    """Perplexity by length: one table for the first corpus, then one per further corpus (the
+    study's Table 2 has PG-19 and Proof-pile blocks); titles name the corpus when there are several."""
+    others = list(dict.fromkeys(corpus for row in rows for corpus in row.ppl_other_corpora))
+    first = next((row.ppl_corpus for row in rows if row.ppl_corpus), None)
+    title = "Table 2: perplexity by evaluation length"
+    tables = [_ppl_table("table2", f"{title}, {first}" if others and first else title, rows)]
+    for number, corpus in enumerate(others, start=2):
+        tables.append(_ppl_table(f"table2_corpus{number}", f"{title}, {corpus}", rows, corpus))
+    return tables
+
+
+def _ppl_table(name: str, title: str, rows: list[RowScores], corpus: str | None = None) -> Table:
+    """`corpus`: one of the further corpora; None for the first."""
+    by_length = [row.ppl_by_length if corpus is None else row.ppl_other_corpora.get(corpus, {}) for row in rows]
+    lengths = sorted({n for values in by_length for n in values})
     header = ["Method", "Train len", "Exact", *[_length(n) for n in lengths]]
     body = [
-        [row.label, _length(row.train_length), _yes(row.exact), *[_number(row.ppl_by_length.get(n)) for n in lengths]]
-        for row in rows
+        [row.label, _length(row.train_length), _yes(row.exact), *[_number(values.get(n)) for n in lengths]]
+        for row, values in zip(rows, by_length)
     ]
-    return Table("table2", "Table 2: perplexity by evaluation length", header, body)
+    return Table(name, title, header, body)
 
 
 def ruler_table(rows: list[RowScores]) -> Table:
@@ -117,7 +131,7 @@ def write_tables(rows: list[RowScores], columns: list[str], folder: Path) -> dic
     found = correlations(rows, columns)
     tables = [table1(rows, columns)]
     if "ppl" in columns:
-        tables.append(table2(rows))
+        tables += table2(rows)
     if "ruler" in columns:
         tables.append(ruler_table(rows))
     if found:

@@ -96,11 +96,36 @@ def test_table1_cells_intervals_and_lengths():
     assert table.header == ["Method", "Kind", "Train len", "Eval len", "Exact", "PPL", "Needle"]
     assert table.rows[0] == ["A", "training-free", "4k", "32k", "yes", "6.50", "80.0 [70.0, 90.0]"]
     assert table.rows[1][4:] == ["no", "14.52", "18.8"] and table.rows[2][6] == "-"
-    assert table2(rows).header == ["Method", "Train len", "Exact", "4k", "32k"]
+    (ppl_table,) = table2(rows)
+    assert ppl_table.header == ["Method", "Train len", "Exact", "4k", "32k"]
+    assert ppl_table.title == "Table 2: perplexity by evaluation length"
     text = markdown(table)
     assert text.splitlines()[2] == "| Method | Kind | Train len | Eval len | Exact | PPL | Needle |"
     found = correlations(rows, ["ppl", "needle"])
     assert found["needle"]["n"] == 2 and found["needle"]["tau"] is None and math.isclose(rows[0].ppl.value, 6.5)
+
+
+def test_a_second_corpus_is_its_own_perplexity_run_and_its_own_table_2(tmp_path, corpus_file):
+    from lm_eval_longmem.study.suite import eval_parts
+
+    suite = {"ppl": {"lengths": [32, 64], "stride": 16, "corpus": ["pg19", str(corpus_file)]}, "needle": {}}
+    study = build_study({"methods": ["vanilla"], "suite": suite, "output_path": str(tmp_path)}, "test")
+    core, second = eval_parts(study)
+    assert core.metadata["ppl_corpus"] == "pg19" and core.tasks == ("longmem_perplexity", "longmem_passkey")
+    assert second.name == f"ppl:{corpus_file}" and second.tasks == ("longmem_perplexity",)
+    assert second.metadata == {"ppl_lengths": [32, 64], "ppl_stride": 16, "ppl_corpus": str(corpus_file)}
+    assert second.second_corpus == str(corpus_file) and second.runs_our_tasks and core.second_corpus is None
+    for bad in ([], ["pg19", "pg19"], ["pg19", 3]):
+        with pytest.raises(StudyConfigError, match="suite.ppl.corpus must be a corpus name or path"):
+            eval_parts(build_study({"methods": ["vanilla"], "suite": {"ppl": {"corpus": bad}}}, "test"))
+
+    rows = [row("A", 6.5, ()), row("B", 9.0, ())]
+    rows[0].ppl_corpus = rows[1].ppl_corpus = "pg19"
+    rows[0].ppl_other_corpora = {"proof-pile": {4096: 3.25}}
+    first, other = table2(rows)
+    assert first.title == "Table 2: perplexity by evaluation length, pg19" and first.rows[0][3:] == ["5.50", "6.50"]
+    assert other.name == "table2_corpus2" and other.title.endswith(", proof-pile")
+    assert other.header[3:] == ["4k"] and [r[3] for r in other.rows] == ["3.25", "-"]
 
 
 def test_ruler_and_longbench_are_read_from_lm_evals_results_layout():
