@@ -78,7 +78,7 @@ def train_stage(recipe_name: str, overrides: list[str], output_dir: Path) -> Pat
         print(f"{recipe_name}: export found in {export}, not retrained", flush=True)
         return export
     from lm_eval_longmem_training.loop import train
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     started = time.perf_counter()
     summary = train(load_recipe(recipe_name, [*overrides, f"output_dir={output_dir}"]))

@@ -265,7 +265,7 @@ def train_and_watch(recipe, device: str, report=print) -> dict:
 
 def accumulation_check(args, recipe_name: str, extra: list[str], micro_batch: int, first_losses: list[float]) -> dict:
     """The same global batch as single-sequence micro-batches with accumulation: equal reported losses."""
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     with tempfile.TemporaryDirectory() as out:
         recipe = load_recipe(recipe_name, [*recipe_overrides(args, out, 1, micro_batch * args.grad_accum), *extra])
@@ -282,7 +282,7 @@ def measure(args, recipe_name: str) -> dict:
     """One row: the recipe's shape trained for `--steps` steps (or why it was not)."""
     import torch
 
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     shipped = load_recipe(recipe_name)
     micro_batch = args.micro_batch or (2 if args.tiny else shipped.micro_batch_size)

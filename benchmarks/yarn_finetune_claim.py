@@ -38,7 +38,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from lm_eval_longmem.data.corpora import load_shakespeare  # noqa: E402
 from lm_eval_longmem_training.loop import train  # noqa: E402
-from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
+from lm_eval_longmem_training.recipes.loading import load_recipe  # noqa: E402
 
 HELD_OUT_PLAYS = 4
 FACTOR = 4

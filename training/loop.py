@@ -27,10 +27,10 @@ from .data.packing import packed_chunks
 from .data.text_sources import open_text_source
 from .deepspeed_batch import loss_for_backward, set_boundary, set_deepspeed_batch
 from .optimization import make_optimizer, make_scheduler, mixed_precision_for
-from .preflight import check_files
 from .progress import TrainingLog
-from .recipe import Recipe, to_plain
-from .recipe_loading import check_recipe
+from .recipes.loading import check_recipe
+from .recipes.preflight import check_files
+from .recipes.recipe import Recipe, to_plain
 from .run_folder import EXPORT, finished_run, prepare_output_dir
 from .weight_average import WeightAverage
 

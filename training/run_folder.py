@@ -25,7 +25,7 @@ from .checkpoints import (
 )
 from .errors import TrainingError
 from .progress import METRICS_FILE
-from .recipe import Recipe
+from .recipes.recipe import Recipe
 
 EXPORT = "export"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import TrainingError
-from ..key_checks import POSITIVE
-from ..recipe_key import key
+from ..recipes.key import key
+from ..recipes.key_checks import POSITIVE
 from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TrainingError
-from ..key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
-from ..recipe_key import key
+from ..recipes.key import key
+from ..recipes.key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
 from .base import Approach, load_pretrained, save_recorded_checkpoint
 
 ADAPTER_DIR = "adapter"
