@@ -81,7 +81,7 @@ def test_masked_labels_leave_only_their_targets_in_the_loss(tiny_model_dir, land
     the loss: the mean over {early targets} and over {late targets} add up to the mean over all."""
     from transformers import AutoModelForCausalLM
 
-    from lm_eval_longmem_training.landmark_causal_lm import LandmarkCausalLM
+    from lm_eval_longmem_training.modeling.landmark_causal_lm import LandmarkCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     wrapped = LandmarkCausalLM(model, model.config.vocab_size - 1, 4, landmark_in_loss)

@@ -41,7 +41,7 @@ class InfiniAttention(Approach):
             )
 
     def build(self, recipe):
-        from ..segmented_causal_lm import SegmentedCausalLM
+        from ..modeling.segmented_causal_lm import SegmentedCausalLM
 
         trainable = load_pretrained(recipe)  # prepare_model attaches the gates (trained ones from an Infini export)
         args = trainable.method.args

@@ -57,7 +57,7 @@ class LongLoRA(Approach):
     def build(self, recipe):
         from peft import LoraConfig, get_peft_model
 
-        from ..s2_attention import enable_s2_attention
+        from ..modeling.s2_attention import enable_s2_attention
 
         trainable = load_pretrained(recipe)
         attention_implementation = trainable.model.config._attn_implementation
