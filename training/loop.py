@@ -20,7 +20,7 @@ from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_fold
 from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
 from .approaches import get_approach
-from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
+from .checkpoints.resumable import RunProgress, load_newest_loadable, save_checkpoint
 from .cpu_fsdp import use_fsdp_on_cpu
 from .data.batch_order import BatchOrder
 from .data.packing import packed_chunks

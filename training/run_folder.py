@@ -15,7 +15,7 @@ from pathlib import Path
 from lm_eval_longmem.common.atomic_files import tidy_leftovers
 
 from .approaches.base import TRAINING_RECORD_KEY
-from .checkpoints import (
+from .checkpoints.resumable import (
     CHECKPOINTS,
     check_resumable,
     newest_intact_checkpoint,
