@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         from .recipes.loading import find_recipe, load_recipe
 
         recipe = load_recipe(args.recipe, args.overrides, check_paths=True)  # in full, before torch loads
-        from .loop import train
+        from .loop.training_loop import train
 
         summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))
     except TrainingError as err:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from lm_eval_longmem_training.loop import train
+from lm_eval_longmem_training.loop.training_loop import train
 from lm_eval_longmem_training.recipes.loading import load_recipe
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.training_helpers import run_recipe
 
 BLOCKS_OF_4 = {"method_args.block_size": 4, "method_args.top_k": 2}  # seq_len 32: windows of 20

@@ -15,7 +15,7 @@ loss divided once and the step taken once per optimizer step.
 
 from __future__ import annotations
 
-from .errors import TrainingError
+from ..errors import TrainingError
 
 
 def is_deepspeed(accelerator) -> bool:
