@@ -25,8 +25,8 @@ import torch.nn.functional as F  # noqa: E402
 
 from lm_eval_longmem.data.corpora import load_shakespeare  # noqa: E402
 from lm_eval_longmem_training.data.packing import pack_documents  # noqa: E402
-from lm_eval_longmem_training.loop import train  # noqa: E402
-from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
+from lm_eval_longmem_training.loop.training_loop import train  # noqa: E402
+from lm_eval_longmem_training.recipes.loading import load_recipe  # noqa: E402
 
 HELD_OUT_PLAYS = 4
 

@@ -77,8 +77,8 @@ def train_stage(recipe_name: str, overrides: list[str], output_dir: Path) -> Pat
     if (export / "config.json").is_file():
         print(f"{recipe_name}: export found in {export}, not retrained", flush=True)
         return export
-    from lm_eval_longmem_training.loop import train
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.loop.training_loop import train
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     started = time.perf_counter()
     summary = train(load_recipe(recipe_name, [*overrides, f"output_dir={output_dir}"]))
@@ -90,7 +90,7 @@ def train_stage(recipe_name: str, overrides: list[str], output_dir: Path) -> Pat
 
 
 def loss_curve(run_dir: Path, points: int = 8) -> str:
-    from lm_eval_longmem_training.progress import read_metrics
+    from lm_eval_longmem_training.loop.progress import read_metrics
 
     losses = [m["loss"] for m in read_metrics(run_dir)]
     if not losses:

@@ -3,7 +3,7 @@ retrieves a passkey from far beyond that length with retrieval on, and not with 
 
 The paper fine-tunes LLaMA-7B at 512 tokens and retrieves passkeys from 32k-token prompts. A CPU
 cannot fine-tune a real model for that here, so the task is synthetic and the model is trained
-from scratch, with the project's own landmark code (`training/landmark_causal_lm.py`, the
+from scratch, with the project's own landmark code (`training/modeling/landmark_causal_lm.py`, the
 method's `LandmarkGenerator`):
 
 * passkey rows: filler tokens repeating a fixed 7-token sentence (as the passkey task's "The grass
@@ -144,7 +144,7 @@ def full_attention_answer(model):
 def train(name: str, model, landmark: bool, args, log, steps: int, seed: int, stop_at=None) -> dict:
     """`steps` optimizer steps (resumed from `<work>/<name>.pt`); with `stop_at`, also stop once
     the model answers that share of held-out keys at the training length (checked at each save)."""
-    from lm_eval_longmem_training.landmark_causal_lm import LandmarkCausalLM
+    from lm_eval_longmem_training.modeling.landmark_causal_lm import LandmarkCausalLM
 
     step_model = LandmarkCausalLM(model, LANDMARK, args.block, True) if landmark else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)

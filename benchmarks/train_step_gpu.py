@@ -3,8 +3,8 @@ the real training loop, so the GPU recipes are known to run (dtype, checkpointin
 before anyone rents GPUs for them.
 
 Each recipe runs in its own process (an out-of-memory or a CUDA fault in one leaves the next
-intact) as `lm_eval_longmem_training.loop.train` with the shipped recipe plus overrides: the
-embedded Shakespeare corpus, `--steps` steps, `gradient_checkpointing=true`, nothing saved. A
+intact) as `lm_eval_longmem_training.loop.training_loop.train` with the shipped recipe plus
+overrides: the embedded Shakespeare corpus, `--steps` steps, `gradient_checkpointing=true`, nothing saved. A
 `from_scratch` recipe (fox) is built by its approach, randomly initialised as always; a recipe
 that fine-tunes a Hub model (yarn: Llama-2-7B) gets a random-weight model of that shape saved
 locally with the embedded tokenizer, and `model=` points at it, so the approach's own loading and
@@ -232,9 +232,9 @@ def train_and_watch(recipe, device: str, report=print) -> dict:
     import torch
 
     from lm_eval_longmem_training.approaches import get_approach
-    from lm_eval_longmem_training.loop import train
-    from lm_eval_longmem_training.optimization import mixed_precision_for
-    from lm_eval_longmem_training.progress import read_metrics
+    from lm_eval_longmem_training.loop.optimization import mixed_precision_for
+    from lm_eval_longmem_training.loop.progress import read_metrics
+    from lm_eval_longmem_training.loop.training_loop import train
 
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -265,7 +265,7 @@ def train_and_watch(recipe, device: str, report=print) -> dict:
 
 def accumulation_check(args, recipe_name: str, extra: list[str], micro_batch: int, first_losses: list[float]) -> dict:
     """The same global batch as single-sequence micro-batches with accumulation: equal reported losses."""
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     with tempfile.TemporaryDirectory() as out:
         recipe = load_recipe(recipe_name, [*recipe_overrides(args, out, 1, micro_batch * args.grad_accum), *extra])
@@ -282,7 +282,7 @@ def measure(args, recipe_name: str) -> dict:
     """One row: the recipe's shape trained for `--steps` steps (or why it was not)."""
     import torch
 
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     shipped = load_recipe(recipe_name)
     micro_batch = args.micro_batch or (2 if args.tiny else shipped.micro_batch_size)

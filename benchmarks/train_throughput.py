@@ -25,9 +25,9 @@ import torch  # noqa: E402
 from lm_eval_longmem_training.approaches.base import load_pretrained  # noqa: E402
 from lm_eval_longmem_training.data.packing import packed_chunks  # noqa: E402
 from lm_eval_longmem_training.data.text_sources import open_text_source  # noqa: E402
-from lm_eval_longmem_training.loop import train  # noqa: E402
-from lm_eval_longmem_training.progress import read_metrics  # noqa: E402
-from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
+from lm_eval_longmem_training.loop.progress import read_metrics  # noqa: E402
+from lm_eval_longmem_training.loop.training_loop import train  # noqa: E402
+from lm_eval_longmem_training.recipes.loading import load_recipe  # noqa: E402
 
 
 def ours(recipe_name: str, overrides: list[str], warmup: int) -> float:

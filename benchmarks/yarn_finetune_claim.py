@@ -37,8 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from lm_eval_longmem.data.corpora import load_shakespeare  # noqa: E402
-from lm_eval_longmem_training.loop import train  # noqa: E402
-from lm_eval_longmem_training.recipe_loading import load_recipe  # noqa: E402
+from lm_eval_longmem_training.loop.training_loop import train  # noqa: E402
+from lm_eval_longmem_training.recipes.loading import load_recipe  # noqa: E402
 
 HELD_OUT_PLAYS = 4
 FACTOR = 4

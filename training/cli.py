@@ -16,7 +16,7 @@ USAGE = "lm-eval-longmem train RECIPE [key=value ...]"
 
 def help_text() -> str:
     from .approaches import available_approaches
-    from .recipe_loading import describe_keys, shipped_recipes
+    from .recipes.loading import describe_keys, shipped_recipes
 
     recipes = "\n".join(recipe_line(name, summary_of(path)) for name, path in shipped_recipes().items())
     approaches = "\n".join(recipe_line(name, cls.summary + ".") for name, cls in available_approaches().items())
@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="recipe keys to override")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        from .recipe_loading import find_recipe, load_recipe
+        from .recipes.loading import find_recipe, load_recipe
 
         recipe = load_recipe(args.recipe, args.overrides, check_paths=True)  # in full, before torch loads
-        from .loop import train
+        from .loop.training_loop import train
 
         summary = train(recipe, recipe_source=str(find_recipe(args.recipe)))
     except TrainingError as err:

@@ -99,7 +99,7 @@ def check_trained_row(study: Study, row: Row):
     """The row's recipe as the training module loads it with the budget applied (its own checks:
     an unknown recipe, a key it refuses, a length its method cannot take); one StudyConfigError."""
     from lm_eval_longmem_training.errors import TrainingError
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     try:
         recipe = load_recipe(row.recipe, override_words(training_overrides(study, row)))

@@ -53,7 +53,7 @@ class TrainingJob:
         """Exported at the planned step by this very recipe (a changed recipe key trains again;
         the training module then says how to start over if its checkpoints cannot resume)."""
         from lm_eval_longmem_training.approaches.base import TRAINING_RECORD_KEY
-        from lm_eval_longmem_training.recipe import RUN_CONTROL_KEYS
+        from lm_eval_longmem_training.recipes.recipe import RUN_CONTROL_KEYS
 
         try:
             record = json.loads((self.export / "config.json").read_text("utf-8"))[TRAINING_RECORD_KEY]
@@ -175,7 +175,7 @@ def _check_same_data(study: Study, jobs: list[TrainingJob]) -> None:
     """Without budget.data every recipe keeps its own data: they must all name the same."""
     if study.budget is None or study.budget.data is not None or not jobs:
         return
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     sources = {job.row.label: load_recipe(job.row.recipe).data for job in jobs}
     if len(set(sources.values())) > 1:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from lm_eval_longmem_training.loop import train
-from lm_eval_longmem_training.recipe_loading import load_recipe
+from lm_eval_longmem_training.loop.training_loop import train
+from lm_eval_longmem_training.recipes.loading import load_recipe
 
 
 def tiny_overrides(model_dir, corpus_file, output_dir, **extra) -> list[str]:

@@ -418,7 +418,7 @@ def code_approaches() -> list[str]:
 
 
 def code_recipes() -> dict[str, str]:
-    from lm_eval_longmem_training.recipe_loading import shipped_recipes
+    from lm_eval_longmem_training.recipes.loading import shipped_recipes
 
     return {
         name: str(yaml.safe_load(path.read_text(encoding="utf-8")).get("approach"))

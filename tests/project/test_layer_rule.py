@@ -33,6 +33,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the study", ("lm_eval_longmem.study",)),
     ("command line", ("lm_eval_longmem.cli", "lm_eval_longmem.harness_examples")),
 ]
+# Inside the training module, lowest first, by the same longest-prefix rule. `recipes/` sits on
+# both sides of the approaches: they declare their keys with its key modules, and its `Recipe`
+# merges those keys (so its loading and folder checks sit above them too).
+TRAINING = "lm_eval_longmem_training"
+TRAINING_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("the package and its error", (TRAINING, f"{TRAINING}.errors")),
+    (
+        "recipe keys",
+        tuple(f"{TRAINING}.recipes.{name}" for name in ("key", "key_checks", "config_fields", "yaml_reader")),
+    ),
+    ("data and modeling", (f"{TRAINING}.data", f"{TRAINING}.modeling")),
+    ("approaches", (f"{TRAINING}.approaches",)),
+    ("recipes", (f"{TRAINING}.recipes",)),
+    ("checkpoints", (f"{TRAINING}.checkpoints",)),
+    ("the loop", (f"{TRAINING}.loop",)),
+    ("command line", (f"{TRAINING}.cli", f"{TRAINING}.__main__")),
+]
 # (importer, imported): allowed although it points upward; each says why.
 EXCEPTIONS = {
     # `lm_eval_longmem.register()`: the public entry point of the Python API loads the harness lazily.
@@ -85,9 +102,9 @@ def import_graph() -> dict[str, set[str]]:
     return {module: imports_of(module, path, set(files)) for module, path in files.items()}
 
 
-def layer_of(module: str) -> int:
+def layer_of(module: str, layers: list[tuple[str, tuple[str, ...]]] = LAYERS) -> int:
     best, best_length = None, -1
-    for index, (_, prefixes) in enumerate(LAYERS):
+    for index, (_, prefixes) in enumerate(layers):
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
                 best, best_length = index, len(prefix)
@@ -112,6 +129,20 @@ def test_no_module_imports_from_a_higher_layer():
         if layer_of(imported) > layer_of(importer) and (importer, imported) not in EXCEPTIONS
     ]
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_training_packages_import_only_downward():
+    """Inside the training module each package is a layer (training/README.md), lowest first."""
+    inside = {m: {t for t in targets if t.startswith(TRAINING + ".")} for m, targets in GRAPH.items()}
+    upward = [
+        f"{importer} ({TRAINING_LAYERS[layer_of(importer, TRAINING_LAYERS)][0]}) imports {imported} "
+        f"({TRAINING_LAYERS[layer_of(imported, TRAINING_LAYERS)][0]})"
+        for importer, targets in sorted(inside.items())
+        if importer.startswith(TRAINING)
+        for imported in sorted(targets)
+        if layer_of(imported, TRAINING_LAYERS) > layer_of(importer, TRAINING_LAYERS)
+    ]
+    assert not upward, "imports from a higher training layer:\n" + "\n".join(upward)
 
 
 def test_no_import_cycles():

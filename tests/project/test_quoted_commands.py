@@ -334,7 +334,7 @@ def check_training(argv: list[str]) -> None:
     """The training module's parser, then the recipe with its overrides, every key checked (as the
     command does before torch loads; paths are the user's, not checked here)."""
     from lm_eval_longmem_training.cli import main
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     parsed = parsed_by(main, argv)
     if getattr(parsed, "recipe", None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lm_eval_longmem_training.recipe_loading import shipped_recipes
+from lm_eval_longmem_training.recipes.loading import shipped_recipes
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("README.md", "docs", "lm_eval_longmem", "training", "scripts", "benchmarks")

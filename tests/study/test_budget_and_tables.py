@@ -30,8 +30,8 @@ def test_every_trained_row_reads_the_same_chunks_in_the_same_order(tiny_model_di
 
     from lm_eval_longmem.study.budget import override_words
     from lm_eval_longmem_training.data.batch_order import BatchOrder
-    from lm_eval_longmem_training.loop import load_chunks
-    from lm_eval_longmem_training.recipe_loading import load_recipe
+    from lm_eval_longmem_training.loop.training_loop import load_chunks
+    from lm_eval_longmem_training.recipes.loading import load_recipe
 
     study = small_study(tiny_model_dir, corpus_file, tmp_path, seed=7)
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))

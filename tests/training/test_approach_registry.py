@@ -18,9 +18,9 @@ from lm_eval_longmem_training.approaches import approaches_reading, available_ap
 from lm_eval_longmem_training.approaches.base import _REGISTRY, Approach
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.preflight import check_files
-from lm_eval_longmem_training.recipe import Recipe, composed_recipe, recipe_class, to_plain
-from lm_eval_longmem_training.recipe_loading import describe_keys, load_recipe
+from lm_eval_longmem_training.recipes.loading import describe_keys, load_recipe
+from lm_eval_longmem_training.recipes.preflight import check_files
+from lm_eval_longmem_training.recipes.recipe import Recipe, composed_recipe, recipe_class, to_plain
 
 APPROACHES_DIR = Path(approaches_package.__file__).parent
 SHIPPED = {"rope_extension", "longlora", "from_scratch", "infini"}
@@ -137,8 +137,8 @@ TOY_APPROACH = '''
 
     from .base import Approach, load_pretrained
     from ..errors import TrainingError
-    from ..key_checks import AT_LEAST_ONE
-    from ..recipe_key import key
+    from ..recipes.key_checks import AT_LEAST_ONE
+    from ..recipes.key import key
 
 
     @dataclass

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from lm_eval_longmem.models.clex.position_sampler import sample_positions
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.training_helpers import run_recipe
 from tests.training.test_exports import lm_eval
 

@@ -13,7 +13,7 @@ import pytest
 
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.fault_injection import DAMAGES, FaultTally, damage
 from tests.helpers.training_helpers import run_recipe
 

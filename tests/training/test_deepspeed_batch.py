@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lm_eval_longmem_training.deepspeed_batch import deepspeed_batch_config, loss_for_backward
 from lm_eval_longmem_training.errors import TrainingError
+from lm_eval_longmem_training.loop.deepspeed_batch import deepspeed_batch_config, loss_for_backward
 from tests.helpers.training_helpers import shipped_deepspeed_configs
 
 

@@ -25,7 +25,7 @@ import pytest
 import torch
 import yaml
 
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.cli_runs import BIN
 from tests.helpers.training_helpers import run_recipe, shipped_deepspeed_configs, tiny_overrides
 

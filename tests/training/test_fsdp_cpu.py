@@ -1,5 +1,5 @@
 """FSDP2 on two CPU processes (gloo), launched as a user would with an FSDP config file: the
-parameters and checkpoints really are sharded (training/cpu_fsdp.py switches accelerate's state,
+parameters and checkpoints really are sharded (training/loop/cpu_fsdp.py switches accelerate's state,
 which would otherwise run plain DDP on CPU), the run follows one process at the same global batch,
 and a run stopped and resumed from its sharded checkpoint is the uninterrupted run bit for bit."""
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.cli_runs import two_cpu_processes_from_config
 from tests.helpers.training_helpers import run_recipe, tiny_overrides
 

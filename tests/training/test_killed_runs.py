@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.fault_injection import FaultTally
 from tests.helpers.training_helpers import run_recipe
 from tests.helpers.training_kills import (

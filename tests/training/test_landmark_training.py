@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.training_helpers import run_recipe
 
 BLOCKS_OF_4 = {"method_args.block_size": 4, "method_args.top_k": 2}  # seq_len 32: windows of 20
@@ -81,7 +81,7 @@ def test_masked_labels_leave_only_their_targets_in_the_loss(tiny_model_dir, land
     the loss: the mean over {early targets} and over {late targets} add up to the mean over all."""
     from transformers import AutoModelForCausalLM
 
-    from lm_eval_longmem_training.landmark_causal_lm import LandmarkCausalLM
+    from lm_eval_longmem_training.modeling.landmark_causal_lm import LandmarkCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     wrapped = LandmarkCausalLM(model, model.config.vocab_size - 1, 4, landmark_in_loss)

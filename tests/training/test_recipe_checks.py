@@ -15,10 +15,10 @@ import pytest
 from lm_eval_longmem_training.approaches import approaches_reading
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.key_checks import Range
-from lm_eval_longmem_training.preflight import check_output_dir
-from lm_eval_longmem_training.recipe import Recipe
-from lm_eval_longmem_training.recipe_loading import load_recipe
+from lm_eval_longmem_training.recipes.key_checks import Range
+from lm_eval_longmem_training.recipes.loading import load_recipe
+from lm_eval_longmem_training.recipes.preflight import check_output_dir
+from lm_eval_longmem_training.recipes.recipe import Recipe
 
 HINTS = typing.get_type_hints(Recipe)
 RANGED = [f for f in dataclasses.fields(Recipe) if isinstance(f.metadata["check"], Range)]

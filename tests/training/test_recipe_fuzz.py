@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe import Recipe, recipe_fields
-from lm_eval_longmem_training.recipe_loading import load_recipe
-from lm_eval_longmem_training.recipe_yaml import read_yaml_value
+from lm_eval_longmem_training.recipes.loading import load_recipe
+from lm_eval_longmem_training.recipes.recipe import Recipe, recipe_fields
+from lm_eval_longmem_training.recipes.yaml_reader import read_yaml_value
 
 HINTS = typing.get_type_hints(Recipe)
 TRICKY = [

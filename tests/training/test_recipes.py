@@ -6,7 +6,7 @@ import pytest
 
 from lm_eval_longmem_training.cli import main as train_main
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.recipe_loading import load_recipe, shipped_recipes
+from lm_eval_longmem_training.recipes.loading import load_recipe, shipped_recipes
 
 
 def test_every_shipped_recipe_loads_with_the_papers_settings():
@@ -97,7 +97,7 @@ def test_help_lists_recipes_and_keys(capsys):
 
 def test_help_shows_each_recipes_whole_first_sentence_wrapped(capsys):
     from lm_eval_longmem_training.cli import summary_of
-    from lm_eval_longmem_training.recipe_loading import shipped_recipes
+    from lm_eval_longmem_training.recipes.loading import shipped_recipes
 
     for name, path in shipped_recipes().items():
         assert summary_of(path).endswith("."), name  # a whole sentence, never cut at a comment line's end

@@ -10,10 +10,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from lm_eval_longmem_training.checkpoints import checkpoint_dirs
+from lm_eval_longmem_training.checkpoints.resumable import checkpoint_dirs
 from lm_eval_longmem_training.data.batch_order import BatchOrder
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.training_helpers import run_recipe
 
 

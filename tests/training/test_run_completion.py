@@ -11,10 +11,10 @@ import torch
 from safetensors.torch import load_file
 
 from lm_eval_longmem.common.atomic_files import tidy_leftovers
-from lm_eval_longmem_training.checkpoints import checkpoint_dirs
+from lm_eval_longmem_training.checkpoints.resumable import checkpoint_dirs
 from lm_eval_longmem_training.cli import done_line
 from lm_eval_longmem_training.errors import TrainingError
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.training_helpers import run_recipe
 
 SAME_DATA = {"data_max_tokens": 2048}  # the packed chunks (so the batch order) do not depend on max_steps

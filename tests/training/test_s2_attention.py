@@ -2,7 +2,7 @@
 
 import torch
 
-from lm_eval_longmem_training.s2_attention import s2_attention
+from lm_eval_longmem_training.modeling.s2_attention import s2_attention
 
 
 def reference(query, key, value, group):

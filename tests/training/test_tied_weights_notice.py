@@ -1,5 +1,5 @@
 """accelerate's "Removed shared tensor" notice at checkpoint saves: dropped for the model's
-declared ties, kept for anything else (training/tied_weights_notice.py)."""
+declared ties, kept for anything else (training/checkpoints/tied_weights_notice.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from accelerate import PartialState
 from accelerate.utils.other import clean_state_dict_for_safetensors
 from transformers import LlamaConfig
 
-from lm_eval_longmem_training.tied_weights_notice import ACCELERATE_LOGGER, declared_ties, quiet_declared_ties
+from lm_eval_longmem_training.checkpoints.tied_weights_notice import (
+    ACCELERATE_LOGGER,
+    declared_ties,
+    quiet_declared_ties,
+)
 from tests.helpers.tiny_models import tiny_of
 
 

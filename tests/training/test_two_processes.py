@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from lm_eval_longmem_training.progress import read_metrics
+from lm_eval_longmem_training.loop.progress import read_metrics
 from tests.helpers.cli_runs import two_cpu_processes
 from tests.helpers.training_helpers import run_recipe, tiny_overrides
 

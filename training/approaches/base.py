@@ -4,11 +4,11 @@ export. The shared steps (loading the base model with the method's config edits,
 checkpoint whose config records the method and the run) live here.
 
 An approach file subclasses `Approach`, sets `name` and `summary`, declares its own recipe keys
-as a dataclass in `Keys` (fields made with `recipe_key.key`: default, help, section, check) and
+as a dataclass in `Keys` (fields made with `recipes.key.key`: default, help, section, check) and
 overrides the hooks it needs. Subclasses register themselves by being defined; the package
 imports every module in this folder, so a new approach is one new file (plus its recipes).
-The recipe passed to every hook is a `recipe.Recipe`, the shared keys and every approach's (not
-imported here: recipe.py imports the approaches to merge their keys).
+The recipe passed to every hook is a `recipes.recipe.Recipe`, the shared keys and every approach's (not
+imported here: recipes/recipe.py imports the approaches to merge their keys).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class TrainableModel:
 class Approach(abc.ABC):
     name: ClassVar[str]
     summary: ClassVar[str]  # one line for `lm-eval-longmem train --help`
-    # The recipe keys only this approach reads (a dataclass of `recipe_key.key` fields): merged
+    # The recipe keys only this approach reads (a dataclass of `recipes.key.key` fields): merged
     # into the one flat recipe, listed by --help, refused in a recipe of another approach.
     Keys: ClassVar[type] = NoKeys
     # Whether the model trained is the base model (`model=`), so that model_config edits its
@@ -126,7 +126,7 @@ def check_base_config(recipe) -> None:
     """The recipe's model_config entries fit the base model's config (read, not the weights)."""
     from transformers import AutoConfig
 
-    from ..config_fields import check_config_fields
+    from ..recipes.config_fields import check_config_fields
 
     source = base_model_source(recipe)
     with hub_errors_as_training_errors(source):

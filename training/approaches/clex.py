@@ -24,7 +24,7 @@ class ClexApproach(Approach):
         build_method(recipe)
 
     def build(self, recipe):
-        from ..clex_sampled_factor import ClexSampledFactorLM
+        from ..modeling.clex_sampled_factor import ClexSampledFactorLM
 
         trainable = load_pretrained(
             recipe

@@ -8,8 +8,8 @@ skips norms and biases (every parameter with fewer than two dimensions)."""
 
 from __future__ import annotations
 
-from ..config_fields import check_config_fields
 from ..errors import TrainingError
+from ..recipes.config_fields import check_config_fields
 from .base import (
     Approach,
     TrainableModel,

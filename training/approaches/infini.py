@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import TrainingError
-from ..key_checks import POSITIVE
-from ..recipe_key import key
+from ..recipes.key import key
+from ..recipes.key_checks import POSITIVE
 from .base import TRAINING_RECORD_KEY, Approach, build_method, load_pretrained
 
 
@@ -41,7 +41,7 @@ class InfiniAttention(Approach):
             )
 
     def build(self, recipe):
-        from ..segmented_causal_lm import SegmentedCausalLM
+        from ..modeling.segmented_causal_lm import SegmentedCausalLM
 
         trainable = load_pretrained(recipe)  # prepare_model attaches the gates (trained ones from an Infini export)
         args = trainable.method.args

@@ -47,7 +47,7 @@ class LandmarkAttention(Approach):
         from lm_eval_longmem.models.landmark.checkpoint import LANDMARK_ID_KEY, record_layout
         from lm_eval_longmem.models.landmark.tokens import add_landmark_token
 
-        from ..landmark_causal_lm import LandmarkCausalLM
+        from ..modeling.landmark_causal_lm import LandmarkCausalLM
 
         source = base_model_source(recipe)
         method = build_method(recipe)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TrainingError
-from ..key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
-from ..recipe_key import key
+from ..recipes.key import key
+from ..recipes.key_checks import AT_LEAST_ONE, BELOW_ONE, NOT_EMPTY, Range
 from .base import Approach, load_pretrained, save_recorded_checkpoint
 
 ADAPTER_DIR = "adapter"
@@ -57,7 +57,7 @@ class LongLoRA(Approach):
     def build(self, recipe):
         from peft import LoraConfig, get_peft_model
 
-        from ..s2_attention import enable_s2_attention
+        from ..modeling.s2_attention import enable_s2_attention
 
         trainable = load_pretrained(recipe)
         attention_implementation = trainable.model.config._attn_implementation

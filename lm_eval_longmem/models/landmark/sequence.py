@@ -33,12 +33,10 @@ from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate, soft_c
 
 # Retrieved keys and values are gathered per query and head ([H, c, k, B, d] each), so a window's
 # queries go through in pieces (results do not depend on the piece size). On a GPU, fewer and
-# larger pieces mean fewer kernel launches: pieces fill GATHER_BUDGET_BYTES, which takes the
-# study's whole window of 128 in one piece on the 1B Llama (32 heads of 64, B 64, k 5, bf16:
-# 2.6 MB a query; 256 MiB took 102 queries, two pieces and twice the launches). On the CPU, 64
-# queries per piece was the fastest of 16, 32, 64 and 128 (a 2-layer Llama, hidden 256, 8/2
-# heads, B 64, k 5, windows of 128: 2.9, 3.0, 2.8 and 4.2 s for 2,080 tokens): larger gathers
-# fall out of the caches.
+# larger pieces mean fewer kernel launches: pieces fill GATHER_BUDGET_BYTES, sized so that the
+# study's whole window goes through in one piece on its 1B Llama. On the CPU, larger gathers fall
+# out of the caches: pieces hold the number of queries that measured fastest there
+# (docs/methods/landmark.md, "Speed").
 GATHER_BUDGET_BYTES = 512 * 2**20
 CPU_QUERIES_PER_PASS = 64
 MIN_QUERIES_PER_PASS = 16

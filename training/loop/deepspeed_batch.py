@@ -3,7 +3,7 @@ gradient accumulation.
 
 accelerate fills `train_micro_batch_size_per_gpu: auto` (what an accelerate YAML without a
 DeepSpeed JSON gives) from a prepared dataloader. The loop prepares only the model and the
-optimizer (its batches come from `BatchOrder`), so `prepare` failed on any hardware with
+optimizer (its batches come from `BatchOrder`), so `prepare` would fail on any hardware with
 "train_micro_batch_size_per_gpu ... auto". The recipe knows the micro batch and the accumulation
 steps: `deepspeed_batch_config` writes them (and the clipping norm where it is `auto`); an
 accumulation count in the config that differs from the recipe's is refused, never silently used.
@@ -15,7 +15,7 @@ loss divided once and the step taken once per optimizer step.
 
 from __future__ import annotations
 
-from .errors import TrainingError
+from ..errors import TrainingError
 
 
 def is_deepspeed(accelerator) -> bool:

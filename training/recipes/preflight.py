@@ -10,8 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .approaches import get_approach
-from .errors import TrainingError
+from ..approaches import get_approach
+from ..errors import TrainingError
 from .recipe import Recipe
 
 
@@ -19,7 +19,7 @@ def check_files(recipe: Recipe) -> None:
     """Every check here; the loop runs it (the command line has run `check_paths` already)."""
     check_paths(recipe)
     if recipe.model_config and get_approach(recipe.approach).starts_from_base_model:  # else checked with the recipe
-        from .approaches.base import check_base_config
+        from ..approaches.base import check_base_config
 
         check_base_config(recipe)
 
@@ -30,7 +30,7 @@ def check_paths(recipe: Recipe) -> None:
     from lm_eval_longmem.common.hub import looks_like_hub_id
     from lm_eval_longmem.data.corpora import CORPUS_NAMES
 
-    from .data.text_sources import PASSKEY
+    from ..data.text_sources import PASSKEY
 
     named = {
         "model": recipe.model if recipe.model != "default" else "",

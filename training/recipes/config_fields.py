@@ -9,7 +9,7 @@ from typing import Any
 
 from lm_eval_longmem.common.typed_values import show_value
 
-from .errors import TrainingError
+from ..errors import TrainingError
 
 KINDS = (
     (bool, "true or false"),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from lm_eval_longmem.common.atomic_files import tidy_leftovers
 
-from .approaches.base import TRAINING_RECORD_KEY
-from .checkpoints import (
+from ..approaches.base import TRAINING_RECORD_KEY
+from ..checkpoints.resumable import (
     CHECKPOINTS,
     check_resumable,
     newest_intact_checkpoint,
@@ -23,9 +23,9 @@ from .checkpoints import (
     step_of,
     tidy_checkpoints,
 )
-from .errors import TrainingError
+from ..errors import TrainingError
+from ..recipes.recipe import Recipe
 from .progress import METRICS_FILE
-from .recipe import Recipe
 
 EXPORT = "export"
 

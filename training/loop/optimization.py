@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from transformers import get_scheduler
 
-from .recipe import Recipe
+from ..recipes.recipe import Recipe
 
 
 def make_optimizer(param_groups: list[dict], recipe: Recipe) -> torch.optim.Optimizer:

@@ -1,7 +1,7 @@
 """Recipes from YAML plus `key=value` overrides, type- and range-checked before anything loads,
 with messages that name the key, the value as typed, where it came from and what is valid.
 
-A recipe is named by its path or by its name among the recipes shipped in `recipes/`. An
+A recipe is named by its path or by its name among the recipes shipped beside this module. An
 override's value is read as its key's declared type, never guessed: a text key takes the text
 as typed, a number must read as one in full (`lr=1e-3x` is refused, not taken for 0.001), a
 list is `[a,b]` or `a,b`, and a mapping key takes YAML (`model_config={hidden_size: 64}`) or one
@@ -23,13 +23,14 @@ from lm_eval_longmem.common.suggestions import did_you_mean, either
 from lm_eval_longmem.common.typed_values import coerce, show_value
 from lm_eval_longmem.models.method_framework.arguments import _type_name
 
-from .approaches import approaches_reading, get_approach
-from .errors import TrainingError
+from ..approaches import approaches_reading, get_approach
+from ..errors import TrainingError
 from .key_checks import NotEmpty, OneOf
 from .recipe import Recipe, recipe_class, recipe_fields
-from .recipe_yaml import RecipeYamlError, read_recipe_mapping, read_yaml_value
+from .yaml_reader import RecipeYamlError, read_recipe_mapping, read_yaml_value
 
-RECIPES_DIR = Path(__file__).parent / "recipes"
+# The shipped recipes are the YAML files beside this package's modules.
+RECIPES_DIR = Path(__file__).parent
 COMMAND_LINE = "on the command line"
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from lm_eval_longmem.common.atomic_files import fixed_partial_path, remove_folder, replace_folder, tidy_leftovers
 
-from .errors import TrainingError
-from .recipe import Recipe
+from ..errors import TrainingError
+from ..recipes.recipe import Recipe
 from .tied_weights_notice import quiet_declared_ties
 
 CHECKPOINTS = "checkpoints"

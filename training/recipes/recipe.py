@@ -12,7 +12,8 @@ import functools
 import typing
 from typing import Any, Literal
 
-from .approaches import approach_names, available_approaches
+from ..approaches import approach_names, available_approaches
+from .key import key
 from .key_checks import (
     AT_LEAST_ONE,
     BELOW_ONE,
@@ -22,7 +23,6 @@ from .key_checks import (
     OneOf,
     Range,
 )
-from .recipe_key import key
 
 # Keys that steer a run without changing what it computes: a checkpoint resumes under new values.
 RUN_CONTROL_KEYS = frozenset(

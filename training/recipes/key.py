@@ -13,7 +13,7 @@ from .key_checks import NotEmpty, OneOf, Range
 def key(default: Any, help: str, section: str, check: Range | NotEmpty | OneOf | None = None) -> Any:
     """A recipe key: a dataclass field with its help text, listing section and the values it
     accepts beyond its type (`check`: a range, "not empty" or a set of names), which `--help`
-    shows and recipe_loading enforces for every key alike."""
+    shows and loading.py enforces for every key alike."""
     metadata = {"help": help, "section": section, "check": check}
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)

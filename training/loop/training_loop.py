@@ -19,18 +19,18 @@ import torch
 from lm_eval_longmem.common.atomic_files import fixed_partial_path, replace_folder
 from lm_eval_longmem.models.checkpoint.model_types import register_model_types
 
-from .approaches import get_approach
-from .checkpoints import RunProgress, load_newest_loadable, save_checkpoint
+from ..approaches import get_approach
+from ..checkpoints.resumable import RunProgress, load_newest_loadable, save_checkpoint
+from ..data.batch_order import BatchOrder
+from ..data.packing import packed_chunks
+from ..data.text_sources import open_text_source
+from ..recipes.loading import check_recipe
+from ..recipes.preflight import check_files
+from ..recipes.recipe import Recipe, to_plain
 from .cpu_fsdp import use_fsdp_on_cpu
-from .data.batch_order import BatchOrder
-from .data.packing import packed_chunks
-from .data.text_sources import open_text_source
 from .deepspeed_batch import loss_for_backward, set_boundary, set_deepspeed_batch
 from .optimization import make_optimizer, make_scheduler, mixed_precision_for
-from .preflight import check_files
 from .progress import TrainingLog
-from .recipe import Recipe, to_plain
-from .recipe_loading import check_recipe
 from .run_folder import EXPORT, finished_run, prepare_output_dir
 from .weight_average import WeightAverage
 
