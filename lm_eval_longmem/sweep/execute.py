@@ -207,11 +207,14 @@ def ends_with_this_process():
 _PR_SET_PDEATHSIG = 1
 _OUR_MESSAGE = re.compile(r"^\S*(lm_eval|lm-eval-longmem): error: (.*)$")
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*)$")
+_LOGGED_ERROR = re.compile(r"\b(?:ERROR|CRITICAL)\b:?\s*(?:\[[^\]]*\]\s*)?(.+)$")  # lm-eval's logging format
+_PROGRESS_BAR = re.compile(r"\d+%\|.*\|")  # tqdm's: the last thing printed, never the reason
 
 
 def failure_reason(output: str, code: int) -> str:
-    """One line saying why a run failed: our error message, else the exception that ended it."""
-    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    """One line saying why a run failed: our error message, else the exception that ended it,
+    else the last error lm-eval logged, else its last line that is not a progress bar."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip() and not _PROGRESS_BAR.search(line)]
     for line in reversed(lines):
         match = _OUR_MESSAGE.match(line)
         if match:
@@ -219,6 +222,10 @@ def failure_reason(output: str, code: int) -> str:
     for line in reversed(lines):
         if _EXCEPTION_LINE.match(line):
             return _clip(line)
+    for line in reversed(lines):
+        match = _LOGGED_ERROR.search(line)
+        if match:
+            return _clip(match.group(1))
     if code < 0 or code in (137, 139):
         return f"lm_eval was killed (exit status {code}; out of memory?)"
     return _clip(lines[-1]) if lines else f"lm_eval exited with status {code} and printed nothing"

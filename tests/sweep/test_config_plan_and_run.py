@@ -170,6 +170,10 @@ def test_failure_reason_and_summary():
     )
     assert failure_reason("Traceback (most recent call last):\n  File x\nKeyError: 'boom'\n", 1) == "KeyError: 'boom'"
     assert "killed" in failure_reason("", -9)
+    bar = "longmem scoring:  40%|████      | 2/5 [00:03<00:04,  1.50s/req]"
+    logged = "2026-11-29:05:10:01 ERROR    [evaluator.py:190] No tasks matched: longmem_x\n"
+    assert failure_reason(logged + bar + "\r" + bar + "\n", 1) == "No tasks matched: longmem_x"
+    assert failure_reason("loading\n" + bar + "\n", 1) == "loading"  # never the progress bar
 
 
 def test_a_runs_log_keeps_one_line_per_progress_bar_not_one_per_update(tmp_path, monkeypatch):
