@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from lm_eval_longmem.common.named_subclasses import register_by_name
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 _REGISTRY: dict[str, type[LongMemMethod]] = {}
 
@@ -32,6 +33,16 @@ class LongMemMethod:
     name: ClassVar[str]
     summary: ClassVar[str]
     Args: ClassVar[type] = NoArgs
+    # What the docs say of it, rendered into the README's and the docs' method tables
+    # (`report/docs_tables.py`): the paper it follows, and the page under docs/ that describes
+    # it (with an #anchor where one section does).
+    paper: ClassVar[str] = ""
+    docs_page: ClassVar[str] = "model.md"
+    # Arguments a fixed `Args` cannot declare (kvpress: the chosen press's own), as (argument,
+    # default, meaning) rows after the fields of `Args` in the docs' argument tables.
+    more_arguments: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    # The arguments the method matrix tests run it with on a tiny model; every method declares them.
+    tiny_settings: ClassVar[TinySettings | None] = None
     # Whether the KV cache of a prompt prefix is valid for a longer prompt that starts with it.
     # False when the cached keys depend on the whole prompt (a RoPE base set by its length, the
     # entries a bounded cache keeps): the results file then records longmem_reuse_prefix false.
