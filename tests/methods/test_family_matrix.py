@@ -163,18 +163,6 @@ def test_cached_generation_equals_recomputation_at_neutral_settings(family_dirs,
     assert text.split() == expected.split()[: len(text.split())] and text.strip()
 
 
-def test_the_docs_table_is_the_code_table():
-    """docs/model.md's family table is `markdown_table()`: regenerate it there when a cell changes."""
-    from pathlib import Path
-
-    from lm_eval_longmem.models.method_registry.family_support import markdown_table
-
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "model.md").read_text()
-    assert markdown_table(list(available_methods())) in docs, (
-        "docs/model.md's '## Model families' table differs from family_support.markdown_table(): paste its output"
-    )
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", METHODS)
 def test_a_model_object_scores_as_its_path(checkpoints, family, method):

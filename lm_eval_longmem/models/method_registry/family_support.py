@@ -1,7 +1,8 @@
 """Which decoder families each method runs on, and why not where it does not: the method x family
-table of `lm-eval-longmem methods NAME` and docs/model.md. tests/methods/test_family_matrix.py
-checks it against what every method does on a tiny model of each family (it runs, or it refuses in
-one line naming a method that works), so the table cannot drift from the code.
+table of `lm-eval-longmem methods NAME` and docs/model.md (rendered there by `report/docs_tables.py`).
+tests/methods/test_family_matrix.py checks it against what every method does on a tiny model of each
+family (it runs, or it refuses in one line naming a method that works), so the table cannot drift
+from the code.
 
 Families are transformers model types whose attention layout `models/runtime/attention_layout.py`
 describes; a cell is None (runs: ✔) or the short reason it refuses.
@@ -68,6 +69,6 @@ def family_lines(method: str) -> list[str]:
 
 def markdown_table(methods: list[str]) -> str:
     lines = ["| method | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
-    # plain names (no backticks): the docs' methods tables own the `name` rows (tests/project/test_docs_sync.py)
+    # rendered into docs/model.md by report/docs_tables.py
     lines += [f"| {m} | " + " | ".join(cell(m, f) for f in FAMILIES) + " |" for m in methods]
     return "\n".join(lines)
