@@ -2,10 +2,11 @@
 
 A method file subclasses `LongMemMethod`, sets `name` and `summary`, declares its
 arguments as a dataclass in `Args` (defaults from its paper, `metadata={"help": ...}`), and
-overrides only the hooks it needs. The registry finds a method by its line in
-`models/method_registry/table.py` (name -> "module:Class"), importing it only when asked for;
-subclasses also register themselves here by being defined, which checks their names and `Args`
-and lets a test hold that table equal to the classes.
+overrides only the hooks it needs, in a file of `models/methods/` named after it: the registry
+finds a method by that file's name (`models/method_registry/table.py`), importing it only when
+asked for; subclasses also register themselves here by being defined, which checks their names
+and `Args` and lets a test hold the files equal to the classes. What the docs and the method
+matrix tests need of it are class attributes too (`paper`, `docs_page`, `tiny_settings`).
 """
 
 from __future__ import annotations
@@ -197,5 +198,5 @@ class LongMemMethod:
 
 
 def registered_methods() -> dict[str, type[LongMemMethod]]:
-    """The method classes defined so far (the registry goes by `method_registry/table.py`)."""
+    """The method classes defined so far (the registry goes by the files `method_registry/table.py` lists)."""
     return dict(_REGISTRY)
