@@ -143,7 +143,7 @@ def one_method_arguments(name: str) -> Callable:
 def families(methods, page: str, titles: dict[str, str]) -> str:
     from lm_eval_longmem.models.method_registry.family_support import markdown_table
 
-    return markdown_table(list(methods)) + "\n"
+    return markdown_table(list(methods.values())) + "\n"
 
 
 def method_pages(methods, page: str, titles: dict[str, str]) -> str:

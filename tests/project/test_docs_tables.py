@@ -75,6 +75,7 @@ class _Warp:
     docs_page = "methods/rope.md"
     Args = _WarpArgs
     more_arguments = ()
+    rewrites_rope = True
 
 
 def test_a_new_method_appears_in_every_table_and_a_gone_one_leaves():
@@ -89,7 +90,8 @@ def test_a_new_method_appears_in_every_table_and_a_gone_one_leaves():
     assert "| `window` | `int` | 16 | tokens \\| of local attention |" in fresh["docs/model.md"]
     assert "| `factor` | `float \\| None` | see meaning | the length ratio (default: 4) |" in fresh["docs/model.md"]
     assert re.search(r"\(methods/rope\.md\): [^\n]*`warp`", fresh["docs/index.md"])
-    assert "| warp |" in fresh["docs/model.md"]  # its row of the family table
+    # its row of the family table: a RoPE method scales Gemma 3's global layers, as every one does
+    assert "| warp | ✔ | ✔ | ✔ | ✔ | ✔ | ✔ | ✔ (global layers) |" in fresh["docs/model.md"]
 
     without_yarn = regenerate(pages, {k: v for k, v in available_methods().items() if k != "yarn"})
     assert "`yarn`" not in "".join(m.group() for m in docs_tables._BLOCK.finditer(without_yarn["README.md"]))

@@ -45,7 +45,7 @@ def method_listing(only: str | None = None) -> str:
             from lm_eval_longmem.models.method_registry.family_support import family_lines
 
             lines.append("    model families (transformers model_type; docs/model.md#model-families):")
-            lines.extend(f"      {line}" for line in family_lines(name))
+            lines.extend(f"      {line}" for line in family_lines(cls))
     return "\n".join(lines)
 
 
