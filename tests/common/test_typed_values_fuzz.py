@@ -151,6 +151,16 @@ ARGUMENT_RANGES = {
     "block_size": lambda v: v >= 2,  # landmark: the block's tokens plus its landmark
     "train_context_length": lambda v: v >= 1,
 }
+# A method's own argument may state its range beside it instead, as a predicate in its field's
+# metadata (`metadata={"help": ..., "valid": lambda v: v >= 1}`), still apart from its check.
+DECLARED_RANGES = {
+    f.name: f.metadata["valid"]
+    for cls in METHODS.values()
+    if dataclasses.is_dataclass(cls.Args)
+    for f in dataclasses.fields(cls.Args)
+    if "valid" in f.metadata
+}
+RANGES = {**ARGUMENT_RANGES, **DECLARED_RANGES}
 ARGUMENT_ORDER = {("beta_slow", "beta_fast"), ("low_freq_factor", "high_freq_factor")}  # (smaller, larger)
 LARGEST_TENSOR_INDEX = 2**63 - 1  # an integer argument (a count or size of tokens) beyond it cannot be used
 
@@ -162,14 +172,17 @@ def test_every_numeric_method_argument_has_a_stated_range():
         for name, hint in hints_of(cls.Args).items()
         if {int, float} & {hint, *typing.get_args(hint)}
     }
-    assert numeric == set(ARGUMENT_RANGES)
+    assert numeric == set(RANGES), (
+        "state the range of each numeric method argument: in ARGUMENT_RANGES, or as "
+        '`metadata={"valid": predicate}` on its field'
+    )
 
 
 def in_range(args) -> bool:
     values = dataclasses.asdict(args)
-    return all(
-        value is None or ARGUMENT_RANGES.get(name, lambda v: True)(value) for name, value in values.items()
-    ) and all(values[small] < values[large] for small, large in ARGUMENT_ORDER if small in values)
+    return all(value is None or RANGES.get(name, lambda v: True)(value) for name, value in values.items()) and all(
+        values[small] < values[large] for small, large in ARGUMENT_ORDER if small in values
+    )
 
 
 @functools.cache

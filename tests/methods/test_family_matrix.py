@@ -2,9 +2,9 @@
 in one line that names the reason and a method that works, exactly where the family table
 (`models/method_registry/family_support.py`, the table in docs/methods) says so.
 
-* acting: the method's TINY_ARGUMENTS row (test_method_matrix.py) scores a finite log-likelihood;
-* neutral: arguments under which the method must not change anything on a 44-token input (budget
-  and windows above it, factor 1) score as vanilla on the same checkpoint;
+* acting: the method's `tiny_settings.acting` (its class; test_method_matrix.py) scores a finite log-likelihood;
+* neutral: its `tiny_settings.neutral`, under which the method must not change anything on a 44-token
+  input (budget and windows above it, factor 1), score as vanilla on the same checkpoint;
 * cached generation: a few greedy tokens equal those recomputed from scratch, token by token.
 """
 
@@ -33,25 +33,18 @@ METHODS = [
     if name not in ELSEWHERE
 ]
 
+# Each method's neutral settings, declared beside it (`tiny_settings.neutral`); None: no setting is
+# neutral, and the method says why.
 NEUTRAL: dict[str, dict] = {
-    "vanilla": {},
-    "pi": {"factor": 1},
-    "ntk": {"factor": 1},
-    "yarn": {"factor": 1},
-    "llama3": {"factor": 1},
-    "dynamic_ntk": {"original_length": 64},  # the input (44) is shorter than C: the base stays
-    "longrope": {},  # the checkpoint's own factors, which vanilla applies too
-    "self_extend": {"window": 60, "group": 2},  # every key within the neighbour window
-    "lm_infinite": {"global_tokens": 2, "local_window": 64},
-    "statedclm": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
-    "streamingllm": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
-    "longcache": {"max_context_length": 64, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
-    "infini": {"segment_length": 64},  # one segment: local attention only, the memory stays empty
-    "kvpress": {"press": "knorm", "compression_ratio": 0.0},  # nothing pressed
-    "clex": {"original_length": 64},  # the input (44) is shorter than C: t = 1, the model's own RoPE
+    name: dict(cls.tiny_settings.neutral)
+    for name, cls in available_methods().items()
+    if cls.tiny_settings and cls.tiny_settings.neutral is not None
 }
-# Methods no setting of which reads an input as vanilla does, and why.
-NEVER_NEUTRAL = {"landmark": "inserts a <landmark> token after every block: the model reads another sequence"}
+NEVER_NEUTRAL = {
+    name: cls.tiny_settings.never_neutral_because
+    for name, cls in available_methods().items()
+    if cls.tiny_settings and cls.tiny_settings.neutral is None
+}
 SAME = 1e-5  # one computation in another order (test_method_matrix.py)
 
 
@@ -168,18 +161,6 @@ def test_cached_generation_equals_recomputation_at_neutral_settings(family_dirs,
     ids = plain.tok_encode(CONTEXT)
     expected = plain.tok_decode(greedy_by_recomputation(plain.model, ids, 4))
     assert text.split() == expected.split()[: len(text.split())] and text.strip()
-
-
-def test_the_docs_table_is_the_code_table():
-    """docs/model.md's family table is `markdown_table()`: regenerate it there when a cell changes."""
-    from pathlib import Path
-
-    from lm_eval_longmem.models.method_registry.family_support import markdown_table
-
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "model.md").read_text()
-    assert markdown_table(list(available_methods())) in docs, (
-        "docs/model.md's '## Model families' table differs from family_support.markdown_table(): paste its output"
-    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -1,7 +1,8 @@
-"""Every method through `LongMemLM` on a tiny model, built as lm-eval builds it, one row each (as
-kvpress's shared press matrix): a new method is covered by adding its row to TINY_ARGUMENTS.
+"""Every method through `LongMemLM` on a tiny model, built as lm-eval builds it, one test each (as
+kvpress's shared press matrix): a new method is covered by declaring its `tiny_settings` (the
+method class's attribute, `models/method_framework/tiny_settings.py`).
 
-A row holds arguments small enough that the method really acts on an input of 44 tokens: bounded
+Its `acting` settings hold arguments small enough that the method really acts on an input of 44 tokens: bounded
 caches of 24 entries compress it, Infini-attention reads three segments, Self-Extend groups and
 LM-Infinite masks past 16 tokens, dynamic NTK rescales past an original length of 32, the RoPE
 formulas double a 128-token context. Per method:
@@ -34,28 +35,16 @@ from tests.helpers.markers import requires_kvpress
 from tests.helpers.method_checkpoints import checkpoint_of
 from tests.helpers.placement_guard import hot_path_guarded
 
-BUDGET = {"max_context_length": 24, "chunk_size": 8, "sink_length": 4}
+# Each method's settings, declared beside it (`tiny_settings`, method_framework/tiny_settings.py).
 TINY_ARGUMENTS: dict[str, dict] = {
-    "vanilla": {},
-    "pi": {"factor": 2},
-    "ntk": {"factor": 2},
-    "yarn": {"factor": 2},
-    "llama3": {"factor": 2},
-    "dynamic_ntk": {"original_length": 32},  # frozen: the input (44) is longer than C = 32, so the base moves
-    "longrope": {},  # the checkpoint's own factors (OWN_CHECKPOINT), long ones past its original 32 tokens
-    "self_extend": {"window": 16, "group": 2},
-    "lm_infinite": {"global_tokens": 2, "local_window": 16},
-    "statedclm": BUDGET,
-    "streamingllm": BUDGET,
-    "longcache": {**BUDGET, "top_k_prime": 3, "span_size": 2},
-    "infini": {"segment_length": 16},
-    "fox": {},  # runs the tiny FoX checkpoint as trained
-    "kvpress": {"press": "knorm", "compression_ratio": 0.5},
-    "clex": {"original_length": 16, "max_factor": 4},  # 44 tokens: t = 3, the untrained ODE (NTK with factor 5)
-    "landmark": {"top_k": 2},  # its checkpoint's blocks of 4 and length 32: windows of 20, so 44 tokens retrieve
+    name: dict(cls.tiny_settings.acting) for name, cls in available_methods().items() if cls.tiny_settings
 }
-# A method documented to score as vanilla on its checkpoint with its row, and why.
-SAME_AS_VANILLA = {"longrope": "keeps the checkpoint's own LongRoPE factors, which vanilla applies too"}
+# A method documented to score as vanilla on its checkpoint with its acting settings, and why.
+SAME_AS_VANILLA = {
+    name: cls.tiny_settings.scores_as_vanilla_because
+    for name, cls in available_methods().items()
+    if cls.tiny_settings and cls.tiny_settings.scores_as_vanilla_because
+}
 MARKS = {"kvpress": requires_kvpress}
 
 CONTEXT = (
@@ -66,7 +55,7 @@ CONTINUATION = " all been as one"
 GREEDY = {"until": ["\n\n"], "max_gen_toks": 4, "do_sample": False}
 BF16_NATS_PER_TOKEN = 0.05
 # Log-likelihoods of CONTINUATION (about -18 on the random tiny models): one computation in another
-# order differs by ~1e-6; each row moves vanilla's by 2e-4 or more.
+# order differs by ~1e-6; each method's acting settings move vanilla's by 2e-4 or more.
 SAME, CHANGED = 1e-5, 5e-5
 
 
@@ -76,11 +65,12 @@ def model_args_text(pretrained, arguments: dict) -> str:
 
 
 def build(name: str, request, checkpoint=None, **extra) -> LongMemLM:
-    """`--model longmem --model_args pretrained=...,method=NAME,<its row>` on the CPU, through lm-eval's
+    """`--model longmem --model_args pretrained=...,method=NAME,<its acting settings>` on the CPU, through lm-eval's
     own parsing; on the method's checkpoint unless another is given."""
     if name not in TINY_ARGUMENTS:
         pytest.fail(
-            f"method {name} has no row in TINY_ARGUMENTS: add your method here (tests/methods/test_method_matrix.py)"
+            f"method {name} declares no tiny_settings: give its class `tiny_settings = TinySettings(acting=..., "
+            "neutral=...)` (models/method_framework/tiny_settings.py)"
         )
     checkpoint = checkpoint or checkpoint_of(name, request)
     text = model_args_text(checkpoint, {"method": name, **TINY_ARGUMENTS[name], **extra})
@@ -110,8 +100,9 @@ def lm(request) -> LongMemLM:
     return build(request.param, request)
 
 
-def test_every_row_names_a_method():
-    assert sorted(set(TINY_ARGUMENTS) - set(available_methods())) == []
+def test_every_method_declares_its_tiny_settings():
+    undeclared = sorted(set(available_methods()) - set(TINY_ARGUMENTS))
+    assert undeclared == [], f"give these method classes their `tiny_settings`: {undeclared}"
 
 
 def test_scores_a_request(lm, request):
@@ -124,10 +115,10 @@ def test_scores_a_request(lm, request):
     vanilla, _ = score(build("vanilla", request, checkpoint=checkpoint_of(method.name, request)))
     if method.name in SAME_AS_VANILLA:
         assert loglikelihood == pytest.approx(vanilla, abs=SAME), SAME_AS_VANILLA[method.name]
-    else:  # the row's arguments make the method act on CONTEXT
+    else:  # the acting settings make the method act on CONTEXT
         assert abs(loglikelihood - vanilla) > CHANGED, (
-            f"method={method.name} scores as vanilla: its row in TINY_ARGUMENTS does not make it act on CONTEXT "
-            "(or, if that is what it does, say why in SAME_AS_VANILLA)"
+            f"method={method.name} scores as vanilla: its tiny_settings.acting do not make it act on CONTEXT "
+            "(or, if that is what it does, say why in its tiny_settings.scores_as_vanilla_because)"
         )
 
 

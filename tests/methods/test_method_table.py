@@ -1,5 +1,5 @@
-"""The registry's table of methods (`method_registry/table.py`: name -> "module:Class") against
-the method classes themselves, and what the table is for: naming and refusing methods, and
+"""The registry's table of methods (`method_registry/table.py`: each file of models/methods/ by
+its name) against the method classes themselves, and what the table is for: naming and refusing methods, and
 labelling results, without importing torch."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+
+import pytest
 
 from lm_eval_longmem.common.named_subclasses import import_every_module
 from lm_eval_longmem.models import methods
@@ -22,10 +24,10 @@ def _method_classes() -> dict[str, type[LongMemMethod]]:
     return {name: cls for name, cls in registered_methods().items() if cls.__module__.startswith(prefix)}
 
 
-def test_the_table_names_every_method_class_and_no_other():
-    """Fails for a new method file without its line in the table (or a line left behind)."""
-    found = {name: f"{cls.__module__}:{cls.__qualname__}" for name, cls in _method_classes().items()}
-    assert METHODS == found, "method_registry/table.py must list exactly the method classes of models/methods/"
+def test_each_method_file_defines_the_method_named_after_it():
+    """Fails for a method class in a file named otherwise, or a file of models/methods/ defining none."""
+    found = {name: cls.__module__ for name, cls in _method_classes().items()}
+    assert METHODS == found, "each file of models/methods/ defines the one method named after it, and nothing else"
 
 
 def test_the_table_loads_each_class_it_names():
@@ -55,3 +57,10 @@ def test_names_refusals_and_run_names_need_no_method_imported():
     names, message, identity, heavy = json.loads(out)
     assert names == sorted(METHODS) and identity == {} and heavy == []
     assert "Did you mean method=yarn?" in message and ", ".join(names) in message
+
+
+def test_a_file_that_does_not_define_its_namesake_is_named():
+    from lm_eval_longmem.models.method_registry import _load
+
+    with pytest.raises(TypeError, match=r"lm_eval_longmem/models/methods/yarn\.py defines 0 LongMemMethod classes"):
+        _load("warp", "lm_eval_longmem.models.methods.yarn")

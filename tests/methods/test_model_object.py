@@ -5,7 +5,7 @@ checkpoint loaded by path, and the results name the object by where it came from
 lm-eval's HFLM takes an already-loaded model without building it, so a method's config edit
 (the RoPE methods') has to reach it another way (method_framework/loaded_model.py); before it
 did, pi/ntk/yarn on an object scored exactly as vanilla while the results claimed the method.
-Each method runs with its row of the method matrix (TINY_ARGUMENTS), which makes it act on the
+Each method runs with its acting settings of the method matrix (TINY_ARGUMENTS), which make it act on the
 matrix's input, so a method that silently did nothing to the object would score differently.
 """
 

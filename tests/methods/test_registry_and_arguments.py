@@ -35,8 +35,8 @@ class Toy(base.LongMemMethod):
 
 @pytest.fixture
 def toy_method(monkeypatch):
-    """`Toy` as a method of the registry, by its line in the table, as a method file's class is."""
-    monkeypatch.setitem(table.METHODS, Toy.name, f"{__name__}:{Toy.__qualname__}")
+    """`Toy` as a method of the registry, this module standing for its file of models/methods/."""
+    monkeypatch.setitem(table.METHODS, Toy.name, __name__)
     return Toy
 
 

@@ -1,16 +1,14 @@
-"""The docs list what the code has: every method, task, training approach, recipe and kernel op
-has its row (or page), and no row names one that is gone.
+"""The docs list what the code has: every task, training approach, recipe and kernel op has its
+row (or page), and no row names one that is gone. (The method tables are generated from the
+method classes: tests/project/test_docs_tables.py holds them.)
 
-What is read from the code: `available_methods()`, the task registry's declarations and the
-`longmem` group's members, `available_approaches()`, the shipped recipes (training/recipes/*.yaml,
-with their `approach:`) and the op folders of lm_eval_longmem/kernels/. What is read from the
-docs: specific Markdown tables, found by their first header cell under a given section heading,
-and the name(s) in backticks in the first cell of each row; the link lists of docs/index.md;
-page titles. Nothing is a loose search of a whole page, so a removed row fails:
+What is read from the code: the task registry's declarations and the `longmem` group's members,
+`available_approaches()`, the shipped recipes (training/recipes/*.yaml, with their `approach:`) and
+the op folders of lm_eval_longmem/kernels/. What is read from the docs: specific Markdown tables,
+found by their first header cell under a given section heading, and the name(s) in backticks in the
+first cell of each row; the link lists of docs/index.md; page titles. Nothing is a loose search of a
+whole page, so a removed row fails:
 
-* methods: README.md's methods table, docs/model.md's methods table, and each method's details
-  page (the README row's link): it names the method, and docs/index.md's bullet for a
-  docs/methods/ page lists it;
 * tasks (and the group): README.md's tasks table and docs/index.md's task list, each task linked
   to its own docs/tasks/ page whose title names it; the group's page names every member;
 * approaches: docs/training.md's approaches table;
@@ -38,17 +36,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 README = "README.md"
 INDEX = "docs/index.md"
-MODEL = "docs/model.md"
 TRAINING = "docs/training.md"
 KERNELS = "docs/kernels.md"
-METHOD_PAGES = "docs/methods/"
 TASK_PAGES = "docs/tasks/"
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?([^)\s>]+)>?\s*\)")
 _SEPARATOR_CELL = re.compile(r"^:?-{3,}:?$")
-_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
 # --- reading Markdown --------------------------------------------------------------------------
@@ -215,64 +210,6 @@ def compare(
 # --- the checks --------------------------------------------------------------------------------
 
 
-def method_problems(methods: Iterable[str], pages: Mapping[str, str]) -> list[str]:
-    methods = list(methods)
-    source = "available_methods()"
-    readme = find_table(pages, README, "method", heading="## Methods")
-    model = find_table(pages, MODEL, "method", second_header="arguments")
-    problems = compare("method", methods, first_cell_names(readme), readme.describe(), source)
-    problems += compare("method", methods, first_cell_names(model), model.describe(), source)
-
-    index_lists: dict[str, tuple[int, list[str]]] = {}  # docs/methods page -> (line, the names its bullet lists)
-    for number, item in bullets(section(pages[INDEX], "## The model and its methods")):
-        link = _LINK.search(item)
-        page = resolve(INDEX, link.group(2).partition("#")[0]) if link else ""
-        if page.startswith(METHOD_PAGES):
-            index_lists[page] = (number, [n for n in names_in(item[link.end() :]) if _NAME.match(n)])
-    for page in sorted(p for p in pages if p.startswith(METHOD_PAGES)):
-        if page not in index_lists:
-            problems.append(
-                f"{page} is not linked from {INDEX}'s list under '## The model and its methods': "
-                "add a bullet linking it, followed by the methods it describes in backticks"
-            )
-    for page, (number, listed) in index_lists.items():
-        for name in listed:
-            if name not in methods:
-                problems.append(
-                    f"{INDEX} (line {number}) lists `{name}` for {page}, which is no method of {source}: "
-                    "remove it or fix the name"
-                )
-            elif page in pages and not names_the(pages[page], name):
-                problems.append(
-                    f"{INDEX} (line {number}) lists `{name}` for {page}, but that page never names "
-                    f"`{name}`: describe it there or list it beside its own page"
-                )
-
-    for number, cells in readme.rows:
-        for name in names_in(cells[0]):
-            if name not in methods:
-                continue
-            targets = [resolve(README, target) for _, target in links_in(cells[-1])]
-            if not targets:
-                problems.append(
-                    f"{readme.describe()}: the row of `{name}` (line {number}) links no docs page in "
-                    "its last cell: link the page that describes it"
-                )
-                continue
-            page = targets[0]
-            if page in pages and not names_the(pages[page], name):
-                problems.append(
-                    f"{readme.describe()}: `{name}` links {page} (line {number}), which never names "
-                    f"`{name}`: describe it there or link its own page"
-                )
-            if page.startswith(METHOD_PAGES) and name not in index_lists.get(page, (0, []))[1]:
-                problems.append(
-                    f"method `{name}` is missing from {INDEX}'s bullet for {page} (under '## The model "
-                    f"and its methods'): add `{name}` to the names it lists"
-                )
-    return problems
-
-
 def task_problems(tasks: Iterable[str], group: str, members: Iterable[str], pages: Mapping[str, str]) -> list[str]:
     expected = [*dict.fromkeys([*tasks, *members]), group]
     source = "the task registry (tasks/registry.py) or its group"
@@ -399,12 +336,6 @@ def read_pages() -> dict[str, str]:
     return {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8") for path in paths}
 
 
-def code_methods() -> list[str]:
-    from lm_eval_longmem.models.method_registry import available_methods
-
-    return list(available_methods())
-
-
 def code_tasks() -> tuple[list[str], str, list[str]]:
     from lm_eval_longmem.tasks import registry
 
@@ -435,11 +366,6 @@ def _report(problems: list[str]) -> str:
     return "the docs and the code disagree:\n  " + "\n  ".join(problems)
 
 
-def test_every_method_has_its_rows_and_page():
-    problems = method_problems(code_methods(), read_pages())
-    assert not problems, _report(problems)
-
-
 def test_every_task_has_its_row_and_page():
     problems = task_problems(*code_tasks(), read_pages())
     assert not problems, _report(problems)
@@ -463,9 +389,6 @@ def test_every_kernel_op_has_its_section():
 def test_what_the_checks_read_is_really_there():
     """The checks see the real lists (a parser that read nothing would pass vacuously)."""
     pages = read_pages()
-    assert {"vanilla", "yarn", "llama3", "longrope", "fox"} <= set(
-        first_cell_names(find_table(pages, MODEL, "method", second_header="arguments"))
-    )
     assert "longmem" in first_cell_names(find_table(pages, README, "task", heading="## Tasks"))
     assert {"tiny-pi", "infini-passkey"} <= set(
         first_cell_names(find_table(pages, TRAINING, "recipe", second_header="approach"))
@@ -513,7 +436,6 @@ def after_line(page: str, fragment: str, new_line: str) -> Callable[[dict[str, s
 def check(kind: str) -> Callable[[Mapping[str, str]], list[str]]:
     """The check of `kind` with the real code's names, to run on (doctored) pages."""
     return {
-        "methods": lambda pages: method_problems(code_methods(), pages),
         "tasks": lambda pages: task_problems(*code_tasks(), pages),
         "approaches": lambda pages: approach_problems(code_approaches(), pages),
         "recipes": lambda pages: recipe_problems(code_recipes(), pages),
@@ -522,50 +444,6 @@ def check(kind: str) -> Callable[[Mapping[str, str]], list[str]]:
 
 
 DOCTORED = {
-    "README method row removed": (
-        "methods",
-        without_line(README, "| `yarn` | NTK-by-parts"),
-        "method `yarn` is missing from README.md's 'method' table under '## Methods'",
-    ),
-    "model.md method row removed": (
-        "methods",
-        without_line(MODEL, "| `self_extend` |"),
-        "method `self_extend` is missing from docs/model.md's 'method' table",
-    ),
-    "one name of a shared row removed": (
-        "methods",
-        replaced(MODEL, "| `llama3`, `longrope` |", "| `llama3` |"),
-        "method `longrope` is missing from docs/model.md's 'method' table",
-    ),
-    "stale README method row": (
-        "methods",
-        after_line(README, "| `vanilla` |", "| `warp` | a method that was removed | | [model](docs/model.md) |"),
-        "lists `warp`, which is no method of available_methods()",
-    ),
-    "method gone from its index bullet": (
-        "methods",
-        replaced(INDEX, "[Infini-attention](methods/infini.md): `infini`.", "[Infini-attention](methods/infini.md)."),
-        "method `infini` is missing from docs/index.md's bullet for docs/methods/infini.md",
-    ),
-    "stale method in an index bullet": (
-        "methods",
-        replaced(INDEX, "`lm_infinite`, and the trained `clex`.", "`lm_infinite`, `warp`, and the trained `clex`."),
-        "lists `warp` for docs/methods/rope.md, which is no method of available_methods()",
-    ),
-    "method linked to a page that does not name it": (
-        "methods",
-        replaced(
-            README,
-            "Munkhdalai et al. 2024, *Leave No Context Behind* | [Infini-attention](docs/methods/infini.md)",
-            "Munkhdalai et al. 2024, *Leave No Context Behind* | [FoX](docs/methods/fox.md)",
-        ),
-        "`infini` links docs/methods/fox.md",
-    ),
-    "method page not in the index": (
-        "methods",
-        without_line(INDEX, "(methods/kvpress.md)"),
-        "docs/methods/kvpress.md is not linked from docs/index.md's list",
-    ),
     "README task row removed": (
         "tasks",
         without_line(README, "| `longmem_topicret` |"),

@@ -19,14 +19,34 @@ class MethodArgumentError(UsageError):
     """An argument of a long-memory method is unknown or has the wrong type."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ArgumentFacts:
+    """One argument as a listing shows it: the command line's and the docs' tables read the same."""
+
+    name: str
+    type_name: str  # as the dataclass spells it: `float | None`
+    default: Any  # REQUIRED when the argument has none
+    help: str
+
+
+REQUIRED = dataclasses.MISSING
+
+
+def argument_facts(args_cls: type) -> list[ArgumentFacts]:
+    """Each argument of a method's `Args` dataclass, in order."""
+    hints = typing.get_type_hints(args_cls)
+    return [
+        ArgumentFacts(f.name, _type_name(hints[f.name]), f.default, f.metadata.get("help", ""))
+        for f in dataclasses.fields(args_cls)
+    ]
+
+
 def describe_fields(args_cls: type) -> list[str]:
     """`name: type = default  (help)` for each argument, for error messages and listings."""
-    hints = typing.get_type_hints(args_cls)
     lines = []
-    for f in dataclasses.fields(args_cls):
-        default = f.default if f.default is not dataclasses.MISSING else "<required>"
-        help_text = f.metadata.get("help", "")
-        lines.append(f"{f.name}: {_type_name(hints[f.name])} = {default!r}" + (f"  ({help_text})" if help_text else ""))
+    for a in argument_facts(args_cls):
+        default = a.default if a.default is not REQUIRED else "<required>"
+        lines.append(f"{a.name}: {a.type_name} = {default!r}" + (f"  ({a.help})" if a.help else ""))
     return lines
 
 

@@ -2,10 +2,11 @@
 
 A method file subclasses `LongMemMethod`, sets `name` and `summary`, declares its
 arguments as a dataclass in `Args` (defaults from its paper, `metadata={"help": ...}`), and
-overrides only the hooks it needs. The registry finds a method by its line in
-`models/method_registry/table.py` (name -> "module:Class"), importing it only when asked for;
-subclasses also register themselves here by being defined, which checks their names and `Args`
-and lets a test hold that table equal to the classes.
+overrides only the hooks it needs, in a file of `models/methods/` named after it: the registry
+finds a method by that file's name (`models/method_registry/table.py`), importing it only when
+asked for; subclasses also register themselves here by being defined, which checks their names
+and `Args` and lets a test hold the files equal to the classes. What the docs and the method
+matrix tests need of it are class attributes too (`paper`, `docs_page`, `tiny_settings`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from lm_eval_longmem.common.named_subclasses import register_by_name
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 _REGISTRY: dict[str, type[LongMemMethod]] = {}
 
@@ -32,6 +34,16 @@ class LongMemMethod:
     name: ClassVar[str]
     summary: ClassVar[str]
     Args: ClassVar[type] = NoArgs
+    # What the docs say of it, rendered into the README's and the docs' method tables
+    # (`report/docs_tables.py`): the paper it follows, and the page under docs/ that describes
+    # it (with an #anchor where one section does).
+    paper: ClassVar[str] = ""
+    docs_page: ClassVar[str] = "model.md"
+    # Arguments a fixed `Args` cannot declare (kvpress: the chosen press's own), as (argument,
+    # default, meaning) rows after the fields of `Args` in the docs' argument tables.
+    more_arguments: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    # The arguments the method matrix tests run it with on a tiny model; every method declares them.
+    tiny_settings: ClassVar[TinySettings | None] = None
     # Whether the KV cache of a prompt prefix is valid for a longer prompt that starts with it.
     # False when the cached keys depend on the whole prompt (a RoPE base set by its length, the
     # entries a bounded cache keeps): the results file then records longmem_reuse_prefix false.
@@ -186,5 +198,5 @@ class LongMemMethod:
 
 
 def registered_methods() -> dict[str, type[LongMemMethod]]:
-    """The method classes defined so far (the registry goes by `method_registry/table.py`)."""
+    """The method classes defined so far (the registry goes by the files `method_registry/table.py` lists)."""
     return dict(_REGISTRY)

@@ -1,4 +1,4 @@
-"""The method registry: `table.py` names every method and where its class lives; `get_method`
+"""The method registry: `table.py` names every method (a file of models/methods/ each); `get_method`
 imports the one asked for, `available_methods` all of them (for listings); `build_method` parses
 a method's arguments."""
 
@@ -45,7 +45,7 @@ def method_listing(only: str | None = None) -> str:
             from lm_eval_longmem.models.method_registry.family_support import family_lines
 
             lines.append("    model families (transformers model_type; docs/model.md#model-families):")
-            lines.extend(f"      {line}" for line in family_lines(name))
+            lines.extend(f"      {line}" for line in family_lines(cls))
     return "\n".join(lines)
 
 
@@ -64,13 +64,23 @@ def get_method(name: str) -> type[LongMemMethod]:
 
 
 @functools.cache
-def _load(name: str, target: str) -> type[LongMemMethod]:
-    """The class `target` ("module:Class") points at, imported now; it must be the method `name`."""
-    module, _, attribute = target.partition(":")
-    cls = getattr(importlib.import_module(module), attribute)
-    if not (isinstance(cls, type) and issubclass(cls, LongMemMethod) and cls.__dict__.get("name") == name):
-        raise TypeError(f"method_registry/table.py: {name!r} -> {target!r} is not the LongMemMethod named {name!r}")
-    return cls
+def _load(name: str, module: str) -> type[LongMemMethod]:
+    """The method class `module` defines for `name`, imported now: the one LongMemMethod subclass
+    of that file whose `name` is the file's name."""
+    found = [
+        cls
+        for cls in vars(importlib.import_module(module)).values()
+        if isinstance(cls, type)
+        and issubclass(cls, LongMemMethod)
+        and cls.__module__ == module
+        and cls.__dict__.get("name") == name
+    ]
+    if len(found) != 1:
+        raise TypeError(
+            f"{module.replace('.', '/')}.py defines {len(found)} LongMemMethod classes named {name!r}: a file of "
+            "models/methods/ defines exactly the method it is named after"
+        )
+    return found[0]
 
 
 def split_method_args(method_cls: type[LongMemMethod], model_args: dict[str, Any]):

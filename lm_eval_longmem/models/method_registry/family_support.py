@@ -1,7 +1,8 @@
 """Which decoder families each method runs on, and why not where it does not: the method x family
-table of `lm-eval-longmem methods NAME` and docs/model.md. tests/methods/test_family_matrix.py
-checks it against what every method does on a tiny model of each family (it runs, or it refuses in
-one line naming a method that works), so the table cannot drift from the code.
+table of `lm-eval-longmem methods NAME` and docs/model.md (rendered there by `report/docs_tables.py`).
+tests/methods/test_family_matrix.py checks it against what every method does on a tiny model of each
+family (it runs, or it refuses in one line naming a method that works), so the table cannot drift
+from the code.
 
 Families are transformers model types whose attention layout `models/runtime/attention_layout.py`
 describes; a cell is None (runs: ✔) or the short reason it refuses.
@@ -9,6 +10,8 @@ describes; a cell is None (runs: ✔) or the short reason it refuses.
 
 from __future__ import annotations
 
+from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.runtime.attention_layout import FAMILIES as _LAYOUTS
 
 FAMILIES: tuple[str, ...] = tuple(_LAYOUTS)
@@ -17,6 +20,7 @@ _PER_LAYER_ROPE = "per-layer-type RoPE: reads one rotary table"
 _SOFTCAP = "attention soft-capping: not in its kernels"
 
 _WINDOWED = ("mistral", "phi3", "gemma2", "gemma3_text")  # sliding-window checkpoints (Phi-3-mini-4k: 2047)
+_PER_LAYER_TYPE_ROPE = ("gemma3_text",)  # local layers with a rotary table of their own
 
 # Only the refusals: every other (method, family) runs.
 _REFUSED: dict[str, dict[str, str]] = {
@@ -29,11 +33,9 @@ _REFUSED: dict[str, dict[str, str]] = {
 # Cells that hold beyond ✔ (shown after the mark): what the method needs of a checkpoint of the family.
 NOTES: dict[tuple[str, str], str] = {
     **{("longrope", family): "with LongRoPE factors" for family in FAMILIES if family != "gemma3_text"},
-    **{(m, "gemma3_text"): "global layers" for m in ("pi", "ntk", "yarn", "llama3", "self_extend", "lm_infinite")},
     ("dynamic_ntk", "gemma3_text"): "global layers; variant=hf refused",
-    # the family's sliding window is not applied: the cache budget (or the segment) bounds attention instead,
-    # exact while budget + chunk (segment_length) stays within the window; a warning says so at load
-    **{(m, f): "budget, not window" for m in ("statedclm", "streamingllm", "longcache") for f in _WINDOWED},
+    # the family's sliding window is not applied: the segment bounds attention instead, exact while
+    # segment_length stays within the window; a warning says so at load
     **{("infini", f): "segment, not window" for f in _WINDOWED},
     # a checkpoint trained with landmarks (a <landmark> token in its config); the window of W tokens
     # bounds attention in place of the family's sliding window
@@ -52,22 +54,33 @@ def support(method: str, family: str) -> str | None:
     return _REFUSED.get(method, {}).get(family)
 
 
-def cell(method: str, family: str) -> str:
+def _note_of_its_kind(method: type[LongMemMethod], family: str) -> str | None:
+    """What every method of a kind needs of a family, read from the class rather than listed by name."""
+    if method.rewrites_rope and family in _PER_LAYER_TYPE_ROPE:
+        return "global layers"  # the extension scales the global layers' table; the local layers keep theirs
+    if issubclass(method, BoundedCacheMethod) and family in _WINDOWED:
+        # the family's sliding window is not applied: the cache budget bounds attention instead, exact
+        # while budget + chunk stays within the window; a warning says so at load
+        return "budget, not window"
+    return None
+
+
+def cell(method: type[LongMemMethod], family: str) -> str:
     """The table's cell: ✔ (with a note), or the reason."""
-    why = support(method, family)
+    why = support(method.name, family)
     if why is not None:
         return why
-    note = NOTES.get((method, family))
+    note = NOTES.get((method.name, family)) or _note_of_its_kind(method, family)
     return f"✔ ({note})" if note else "✔"
 
 
-def family_lines(method: str) -> list[str]:
+def family_lines(method: type[LongMemMethod]) -> list[str]:
     """`lm-eval-longmem methods NAME`'s lines on the families `method` runs on."""
     return [f"{family}: {cell(method, family)}" for family in FAMILIES]
 
 
-def markdown_table(methods: list[str]) -> str:
+def markdown_table(methods: list[type[LongMemMethod]]) -> str:
     lines = ["| method | " + " | ".join(FAMILIES) + " |", "|---|" + "---|" * len(FAMILIES)]
-    # plain names (no backticks): the docs' methods tables own the `name` rows (tests/project/test_docs_sync.py)
-    lines += [f"| {m} | " + " | ".join(cell(m, f) for f in FAMILIES) + " |" for m in methods]
+    # rendered into docs/model.md by report/docs_tables.py
+    lines += [f"| {m.name} | " + " | ".join(cell(m, f) for f in FAMILIES) + " |" for m in methods]
     return "\n".join(lines)

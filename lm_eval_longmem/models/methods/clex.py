@@ -19,6 +19,7 @@ from typing import Any, Literal
 from lm_eval_longmem.models.clex.config_format import clex_rope_settings
 from lm_eval_longmem.models.clex.load_report import drop_clex_rope_validation_message
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import original_length, rope_parameters, set_rope_type
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,10 @@ class ClexArgs:
 class Clex(LongMemMethod):
     name = "clex"
     summary = "CLEX: RoPE frequencies from a learned ODE over the length factor t = ceil(L/C), up to max_factor"
+    paper = "CLEX (Chen et al., ICLR 2024); the study's §3"
+    docs_page = "methods/rope.md#clex"
+    # acting: 44 tokens give t = 3 on the untrained ODE (NTK with factor 5); neutral: t = 1, the model's own RoPE
+    tiny_settings = TinySettings(acting={"original_length": 16, "max_factor": 4}, neutral={"original_length": 64})
     Args = ClexArgs
     rewrites_rope = True
     checkpoint_mechanism = "RoPE frequencies from its trained ODE (rope_scaling of type clex)"

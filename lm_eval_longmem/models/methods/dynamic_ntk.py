@@ -21,6 +21,7 @@ import dataclasses
 from typing import Literal
 
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.dynamic_update import install_length_scaled_update
 from lm_eval_longmem.models.rope.parameters import (
     GLOBAL_LAYER_TYPE,
@@ -77,6 +78,10 @@ class DynamicNTK(RopeExtensionMethod):
         "dynamic NTK: variant=frozen (default) t = s*max(C', C_test)/C - (s-1) per sequence; "
         "variant=hf transformers' `dynamic` rope type"
     )
+    paper = "the study's appendix 7.8 (Fu et al. 2024)"
+    docs_page = "methods/rope.md"
+    # acting: the input (44) is longer than C = 32, so the base moves; neutral: shorter than C, it stays
+    tiny_settings = TinySettings(acting={"original_length": 32}, neutral={"original_length": 64})
     Args = DynamicNTKArgs
     prefix_cache_reusable = False  # the base, hence every cached key, depends on the prompt's length
 

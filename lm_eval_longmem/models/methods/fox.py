@@ -16,6 +16,7 @@ from typing import Any
 
 from lm_eval_longmem.models.checkpoint.fox_architecture import ARCHITECTURE_KEY, architecture_arguments
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 # The config switches that tell the FoX variants apart (LLaMA vs Pro, gate type, the
 # Transformer baselines), recorded in the results so runs of different variants are told apart.
@@ -37,6 +38,10 @@ ARCHITECTURE_SWITCHES = (
 class ForgettingTransformer(LongMemMethod):
     name = "fox"
     summary = "Forgetting Transformer checkpoint as trained (selected by itself for one; an architecture, not a patch)"
+    paper = "Lin et al., ICLR 2025, *Forgetting Transformer*"
+    docs_page = "methods/fox.md"
+    # runs the tiny FoX checkpoint as trained
+    tiny_settings = TinySettings(acting={}, neutral={})
     needs_fox_checkpoint = True
     leaves_model_as_trained = True
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,10 @@ class InfiniArgs:
 class Infini(LongMemMethod):
     name = "infini"
     summary = "Infini-attention: local attention per segment + a compressive memory of past segments, gated per head"
+    paper = "Munkhdalai et al. 2024, *Leave No Context Behind*"
+    docs_page = "methods/infini.md"
+    # acting: three segments; neutral: one segment, local attention only, the memory stays empty
+    tiny_settings = TinySettings(acting={"segment_length": 16}, neutral={"segment_length": 64})
     Args = InfiniArgs
     # Memory stays bounded by the segment: any input length, default grids at the base length.
     bounded_memory = True

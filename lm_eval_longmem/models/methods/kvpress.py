@@ -23,6 +23,7 @@ from lm_eval_longmem.common.suggestions import did_you_mean
 from lm_eval_longmem.errors import LongMemError
 from lm_eval_longmem.models.method_framework.arguments import MethodArgumentError, describe_fields
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,26 @@ class KVPressMethod(LongMemMethod):
     summary = (
         "a KV-cache compression press of NVIDIA's kvpress (SnapKV, TOVA, Expected Attention, KNorm, "
         "PyramidKV, ...): each request's context compressed once after its prefill (extra: kvpress)"
+    )
+    paper = "the presses' own papers, via kvpress"
+    docs_page = "methods/kvpress.md"
+    more_arguments = (
+        (
+            "inner",
+            "none",
+            "for a press that wraps another (`adakv`, `chunkkv`, `key_rerotation`, `decoding`, `block`, `chunk`, "
+            "`critical_adakv`, `dms`, ...): the wrapped press",
+        ),
+        (
+            "the press's fields",
+            "kvpress's",
+            "typed from the press's dataclass (`compression_ratio`, `window_size`, `n_sink`, ...), with kvpress's "
+            "defaults; a wrapper's own fields first, then the inner press's",
+        ),
+    )
+    # neutral: nothing pressed
+    tiny_settings = TinySettings(
+        acting={"press": "knorm", "compression_ratio": 0.5}, neutral={"press": "knorm", "compression_ratio": 0.0}
     )
     Args = PressChoice
     prefix_cache_reusable = False  # the kept entries depend on the whole context

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 
 WHO = "method=landmark (Landmark Attention)"
 STUDY_BLOCK_SIZE = 64
@@ -84,6 +85,14 @@ class LandmarkArgs:
 class Landmark(LongMemMethod):
     name = "landmark"
     summary = "Landmark Attention: blocks closed by landmark tokens, top-k block retrieval per token and head"
+    paper = "Mohtashami & Jaggi 2023, *Landmark Attention*"
+    docs_page = "methods/landmark.md"
+    # on its tiny checkpoint (blocks of 4, length 32): windows of 20, so 44 tokens retrieve
+    tiny_settings = TinySettings(
+        acting={"top_k": 2},
+        neutral=None,
+        never_neutral_because="inserts a <landmark> token after every block: the model reads another sequence",
+    )
     Args = LandmarkArgs
     # What attention reads per window (k blocks + the window) and every position stay within the
     # training length, so any input length runs; the block store itself grows with the input.

@@ -8,6 +8,7 @@ length handling as the others."""
 import dataclasses
 
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 
 
@@ -30,6 +31,9 @@ class Llama3Args(TargetArgs):
 class Llama3(RopeExtensionMethod):
     name = "llama3"
     summary = "Llama 3.1 RoPE scaling (transformers rope_type llama3), factor t over the original length"
+    paper = "Llama 3.1 (not in the study)"
+    docs_page = "methods/rope.md"
+    tiny_settings = TinySettings(acting={"factor": 2}, neutral={"factor": 1})
     Args = Llama3Args
 
     def prepare_config(self, config) -> None:

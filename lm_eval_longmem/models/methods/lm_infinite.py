@@ -10,6 +10,7 @@ import dataclasses
 from lm_eval_longmem.models.attention.install import install
 from lm_eval_longmem.models.attention.lm_infinite import LMInfiniteRule
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import rope_parameters
 
 
@@ -33,6 +34,11 @@ class LMInfiniteArgs(TargetArgs):
 class LMInfinite(RopeExtensionMethod):
     name = "lm_infinite"
     summary = "LM-Infinite: G global tokens + local window M, distances clamped to the training length C"
+    paper = "LM-Infinite (Han et al. 2023)"
+    docs_page = "methods/rope.md"
+    tiny_settings = TinySettings(
+        acting={"global_tokens": 2, "local_window": 16}, neutral={"global_tokens": 2, "local_window": 64}
+    )
     Args = LMInfiniteArgs
 
     def prepare_config(self, config) -> None:

@@ -30,6 +30,7 @@ from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
 from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
@@ -96,6 +97,12 @@ class LongCachePolicy(CachePolicy):
 class LongCache(BoundedCacheMethod):
     name = "longcache"
     summary = "LongCache: sinks + recalled spans of contiguous middle tokens (top-k q.k picks) + local window"
+    paper = 'Liu et al. 2024, "Farewell to length extrapolation" (ReAttention)'
+    docs_page = "methods/bounded-caches.md"
+    tiny_settings = TinySettings(
+        acting={"max_context_length": 24, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
+        neutral={"max_context_length": 64, "chunk_size": 8, "sink_length": 4, "top_k_prime": 3, "span_size": 2},
+    )
     Args = LongCacheArgs
 
     def make_policy(self) -> CachePolicy:

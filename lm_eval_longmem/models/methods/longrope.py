@@ -6,12 +6,21 @@ lets transformers' native `longrope` rope type apply them; the context length is
 checkpoint's max_position_embeddings."""
 
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import NotARopeModelError, rope_parameters
 
 
 class LongRoPE(LongMemMethod):
     name = "longrope"
     summary = "the checkpoint's own LongRoPE factors (transformers rope_type longrope), checked and kept"
+    paper = "LongRoPE (not in the study)"
+    docs_page = "methods/rope.md"
+    # run on a checkpoint with LongRoPE factors (tests/helpers/method_checkpoints.py), long past its original 32 tokens
+    tiny_settings = TinySettings(
+        acting={},
+        neutral={},
+        scores_as_vanilla_because="keeps the checkpoint's own LongRoPE factors, which vanilla applies too",
+    )
     rewrites_rope = True
 
     def prepare_config(self, config) -> None:

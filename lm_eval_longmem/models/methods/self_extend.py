@@ -10,6 +10,7 @@ import dataclasses
 from lm_eval_longmem.models.attention.install import install
 from lm_eval_longmem.models.attention.self_extend import SelfExtendRule
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import original_length, rope_parameters
 
 
@@ -35,6 +36,10 @@ class SelfExtendArgs:
 class SelfExtend(LongMemMethod):
     name = "self_extend"
     summary = "Self-Extend: neighbour window M at true distance + grouped (size N) distances beyond"
+    paper = "Self-Extend (Jin et al. 2024); the study's eq. 13"
+    docs_page = "methods/rope.md"
+    # neutral: every key within the neighbour window
+    tiny_settings = TinySettings(acting={"window": 16, "group": 2}, neutral={"window": 60, "group": 2})
     Args = SelfExtendArgs
     rewrites_rope = True
 

@@ -17,6 +17,7 @@ from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Eviden
 from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
 from lm_eval_longmem.models.bounded_cache.stated_clm_scorer import StatedCLMScorer
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
@@ -59,6 +60,12 @@ class StatedCLMPolicy(CachePolicy):
 class StatedCLM(BoundedCacheMethod):
     name = "statedclm"
     summary = "stated-CLM: merge adjacent KV pairs (Fisher-weighted) to keep a bounded cache"
+    paper = "*Stated Causal Language Modeling*"
+    docs_page = "methods/bounded-caches.md"
+    tiny_settings = TinySettings(
+        acting={"max_context_length": 24, "chunk_size": 8, "sink_length": 4},
+        neutral={"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
+    )
     Args = StatedCLMArgs
 
     def make_policy(self) -> CachePolicy:

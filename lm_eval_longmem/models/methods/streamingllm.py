@@ -14,6 +14,7 @@ from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Eviden
 from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
 from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
 
@@ -34,6 +35,12 @@ class StreamingLLMPolicy(CachePolicy):
 class StreamingLLM(BoundedCacheMethod):
     name = "streamingllm"
     summary = "StreamingLLM: attention sinks + recent window, positions re-indexed in the cache"
+    paper = "StreamingLLM (Xiao et al.)"
+    docs_page = "methods/bounded-caches.md"
+    tiny_settings = TinySettings(
+        acting={"max_context_length": 24, "chunk_size": 8, "sink_length": 4},
+        neutral={"max_context_length": 64, "chunk_size": 8, "sink_length": 4},
+    )
     Args = StreamingLLMArgs
 
     def make_policy(self) -> CachePolicy:

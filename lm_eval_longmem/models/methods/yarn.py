@@ -10,6 +10,7 @@ code); the study used beta_fast 32, beta_slow 1."""
 import dataclasses
 
 from lm_eval_longmem.models.method_framework.rope_extension_family import RopeExtensionMethod, TargetArgs
+from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.rope.parameters import set_rope_type
 
 
@@ -37,6 +38,9 @@ class YarnArgs(TargetArgs):
 class YaRN(RopeExtensionMethod):
     name = "yarn"
     summary = "YaRN: NTK-by-parts frequency ramp (beta_fast/beta_slow) + attention temperature 0.1 ln t + 1"
+    paper = "YaRN (Peng et al. 2023); the study's eq. 10"
+    docs_page = "methods/rope.md"
+    tiny_settings = TinySettings(acting={"factor": 2}, neutral={"factor": 1})
     Args = YarnArgs
 
     def prepare_config(self, config) -> None:
