@@ -24,6 +24,7 @@ from lm_eval_longmem.models.landmark.slots import chosen_block_positions, landma
 from lm_eval_longmem.models.methods.landmark import Landmark, LandmarkArgs
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate
+from tests.helpers.streaming import recorded
 
 LANDMARK = 90  # an id outside the word vocabulary, given to the tiny checkpoint below
 
@@ -163,15 +164,16 @@ def test_generation_equals_teacher_forcing_on_the_augmented_sequence(landmark_mo
     method.prepare_model(landmark_model)
     prompt = [int(t) for t in torch.randint(4, 80, (33,), generator=torch.Generator().manual_seed(1))]
     generator = method.make_generator(landmark_model, None)
+    streams = recorded(generator)
     new = generator.generate(GenerationRequest(tuple(prompt), 14))
     assert len(new) == 14 and LANDMARK not in new
-    scorer = method.make_scorer(landmark_model)
+    row = method.make_scorer(landmark_model).start_sequence()  # layer by layer, every window at once
     with torch.no_grad():
-        hidden = scorer.row_hidden(prompt + new, range(len(prompt) - 1, len(prompt) + 13))
-        logits = landmark_model.get_output_embeddings()(hidden)
+        ((start, hidden),) = row.feed_pieces(prompt + new, read_from=len(prompt) - 1, last=True)
+        logits = landmark_model.get_output_embeddings()(hidden[:-1])  # those that predicted the new tokens
     logits[:, LANDMARK] = float("-inf")
-    assert logits.argmax(-1).tolist() == new
-    assert generator.last_sequence.num_blocks > 0  # the continuation read retrieved blocks
+    assert start == len(prompt) - 1 and logits.argmax(-1).tolist() == new
+    assert streams[0].sequence.num_blocks > 0  # the continuation read retrieved blocks
 
 
 def test_generation_never_returns_a_landmark(landmark_model):
