@@ -34,7 +34,7 @@ class LayerMajorSequence:
         self.shape = shape
         self.pick_slots = pick_slots
 
-    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = True):
+    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = False):
         yield 0, self.hidden_states(ids_to_device(ids, self.decoder.device))
 
     def head(self, rows: torch.Tensor) -> torch.Tensor:

@@ -72,7 +72,7 @@ class LayerMajorStream(_Landmarked):
         super().__init__(layer_major.decoder, layer_major.block_size, landmark_id, landmark_in_loss)
         self.layer_major = layer_major
 
-    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = True):
+    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = False):
         augmented, predicting = self._augment(ids)
         hidden = self.layer_major.hidden(augmented)
         yield read_from, hidden[torch.tensor(predicting[read_from:], device=hidden.device)]

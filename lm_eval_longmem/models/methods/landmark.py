@@ -159,7 +159,7 @@ class Landmark(LongMemMethod):
         from lm_eval_longmem.models.runtime.llama_decoder import Decoder
         from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
-        self._stream_factory(model)  # prepares the layout
+        self._prepared(model)
         args = self.args
         layer_major = LayerMajorLandmark(
             Decoder(model, WHO), self.block_size, args.top_k, self.window, args.selection, args.retrieval
@@ -184,18 +184,20 @@ class Landmark(LongMemMethod):
         from lm_eval_longmem.models.landmark.visible_stream import VisibleStream
         from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
+        self._prepared(model)
+        decoder, args, block, window = Decoder(model, WHO), self.args, self.block_size, self.window
+        landmark_id, in_loss = self.layout.landmark_id, self.landmark_in_loss
+
+        def start() -> VisibleStream:
+            sequence = LandmarkSequence(decoder, block, args.top_k, window, args.selection, args.retrieval)
+            return VisibleStream(sequence, landmark_id, in_loss)
+
+        return start
+
+    def _prepared(self, model) -> None:
+        """Read the checkpoint's layout if `prepare_model` has not run (a model object passed in)."""
         if self.layout is None:
             self.prepare_model(model)
-        decoder, args = Decoder(model, WHO), self.args
-        block, window, landmark_id, in_loss = (
-            self.block_size,
-            self.window,
-            self.layout.landmark_id,
-            self.landmark_in_loss,
-        )
-        return lambda: VisibleStream(
-            LandmarkSequence(decoder, block, args.top_k, window, args.selection, args.retrieval), landmark_id, in_loss
-        )
 
 
 def _first(*values):
