@@ -23,7 +23,10 @@ class StreamingSequence(Protocol):
         """Feed `ids` in the method's own pieces. Yields `(start, rows)` per piece: `rows[i]` is the
         output that predicts the token after `ids[start + i]` (a final hidden state, or its logits
         where `head` is the identity); the rows cover at least every position from `read_from` on,
-        in order. `last`: nothing is fed after `ids`, so the memory need not be made ready for more."""
+        in order. `last`: nothing is fed after `ids`, so the memory need not be made ready for more.
+        A generator: each piece runs when the caller asks for it, so the caller can score a piece
+        before the next exists. Called once per sequence, on a fresh one (kvpress's prefill and the
+        layer-major passes rely on it); `step` continues after it."""
 
     def head(self, rows: torch.Tensor) -> torch.Tensor:
         """Next-token logits of output rows."""
