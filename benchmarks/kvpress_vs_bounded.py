@@ -513,8 +513,8 @@ def parse_args(argv=None):
 
 def measure_kept(press_args: dict, prefill: int, device: str, model_cache: dict) -> list[int]:
     """Entries per layer that `method=kvpress` keeps of a `prefill`-token context, measured: one
-    request of random tokens through the method's own scorer, its cache read after the prefill
-    and one more token."""
+    request of random tokens through the sequence the method's scorer feeds, its cache read after
+    the prefill and one more token."""
     import torch
 
     from lm_eval_longmem.models.method_registry import build_method
