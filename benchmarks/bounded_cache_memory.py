@@ -200,8 +200,6 @@ def passkey(c: Contestants, lengths, depths, samples, names):
 
 def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
     """ms per decoded token after a prefilled context of each length (prefill not timed)."""
-    from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-
     per_token = {(n, C): [] for n in names for C in contexts}
     for C in contexts:
         prompt = stream[:C].tolist()
@@ -212,12 +210,9 @@ def decode_timing(c: Contestants, stream, contexts, tokens, reps, names):
                     out = c.model(torch.tensor([prompt]), use_cache=True)
                     states[name] = (cache_of(out), int(out.logits[0, -1].argmax()))
                 else:
-                    gen = c.generators[name]
-                    runner = BoundedCacheRunner(gen.decoder, gen.make_policy())
-                    chunk = runner.policy.args.chunk_size
-                    for i in range(0, C, chunk):
-                        hidden = runner.feed_chunk(prompt[i : i + chunk], prompt[i + chunk] if i + chunk < C else None)
-                    states[name] = (runner, int(gen.decoder.logits(hidden[-1]).argmax()))
+                    runner = c.generators[name].start_sequence()  # the generator's prefill, chunk by chunk
+                    *_, (_, hidden) = runner.feed_pieces(prompt, read_from=C - 1)
+                    states[name] = (runner, int(runner.head(hidden[-1]).argmax()))
         for rep in range(reps):
             for name in names if rep % 2 == 0 else reversed(names):
                 state, token = states[name]

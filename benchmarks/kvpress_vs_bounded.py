@@ -513,12 +513,11 @@ def parse_args(argv=None):
 
 def measure_kept(press_args: dict, prefill: int, device: str, model_cache: dict) -> list[int]:
     """Entries per layer that `method=kvpress` keeps of a `prefill`-token context, measured: one
-    request of random tokens through the method's own scorer, its cache read after the prefill
-    and one more token."""
+    request of random tokens through the sequence the method's scorer feeds, its cache read after
+    the prefill and one more token."""
     import torch
 
     from lm_eval_longmem.models.method_registry import build_method
-    from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 
     press_args = {k: v for k, v in press_args.items() if k != "method"}
     attention = press_args.pop("attn_implementation", "sdpa")  # a from_pretrained option, not a press field
@@ -537,10 +536,12 @@ def measure_kept(press_args: dict, prefill: int, device: str, model_cache: dict)
         )
     method = build_method("kvpress", press_args)
     model = method.prepare_model(model_cache[attention])
-    scorer = method.make_scorer(model)
-    ids = torch.randint(100, model.config.vocab_size, (1, prefill + 1), generator=torch.Generator().manual_seed(0))
-    scorer.score(ids.to(device), [ScoredSpan(prefill, (int(ids[0, -1]),))])
-    return [n - 1 for n in scorer.last_sequence.kept_entries()]
+    sequence = method.make_scorer(model).start_sequence()  # what the scorer feeds a row through
+    ids = torch.randint(100, model.config.vocab_size, (prefill + 1,), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        for _ in sequence.feed_pieces(ids.tolist(), read_from=prefill, last=True):
+            pass
+    return [n - 1 for n in sequence.kept_entries()]
 
 
 def main(argv=None) -> dict:

@@ -4,7 +4,7 @@ retrieves a passkey from far beyond that length with retrieval on, and not with 
 The paper fine-tunes LLaMA-7B at 512 tokens and retrieves passkeys from 32k-token prompts. A CPU
 cannot fine-tune a real model for that here, so the task is synthetic and the model is trained
 from scratch, with the project's own landmark code (`training/modeling/landmark_causal_lm.py`, the
-method's `LandmarkGenerator`):
+method's generator):
 
 * passkey rows: filler tokens repeating a fixed 7-token sentence (as the passkey task's "The grass
   is green..." line repeats), a KEY marker and a 3-digit key at a random depth, and at the end

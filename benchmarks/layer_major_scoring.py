@@ -2,7 +2,7 @@
 
 `method_scoring.py --chunk-runner` times the two scorers one after the other, which a shared
 machine's changing load can turn around; here each repetition times the layer-major scorer (what
-`make_scorer` returns) and the chunk runner (`BoundedCacheScorer`, the reference) back to back on
+`make_scorer` returns) and the chunk runner (`make_chunk_runner_scorer`, the reference) back to back on
 the same row, and the ratio is the median of the per-repetition ratios. Also printed: the ops each
 call dispatches and its host reads (runtime/dispatch_count.py), and the largest per-token
 log-likelihood difference between the two (they compute the same thing).
@@ -27,10 +27,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer  # noqa: E402
 from lm_eval_longmem.models.method_registry import build_method  # noqa: E402
 from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount  # noqa: E402
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder  # noqa: E402
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan  # noqa: E402
 
 METHODS = ("streamingllm", "longcache")
@@ -47,7 +45,7 @@ def measure(model, name: str, args, row: torch.Tensor, span: ScoredSpan) -> dict
     method.prepare_model(model)
     scorers = {
         "layer_major": method.make_scorer(model),
-        "chunk_runner": BoundedCacheScorer(Decoder(model), method.make_policy),
+        "chunk_runner": method.make_chunk_runner_scorer(model),
     }
     results, counts, seconds = {}, {}, {key: [] for key in scorers}
     for key, scorer in scorers.items():  # warm-up, and the counts

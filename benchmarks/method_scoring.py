@@ -238,10 +238,7 @@ def time_scoring(lm, one_request, repeats: int, device: str) -> dict:
 
 def use_chunk_runner(lm) -> None:
     """Score through the chunk runner, the reference the layer-major scorers are tested against."""
-    from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
-    from lm_eval_longmem.models.runtime.llama_decoder import Decoder
-
-    lm.scorer = BoundedCacheScorer(Decoder(lm.model), lm.longmem_method.make_policy)
+    lm.scorer = lm.longmem_method.make_chunk_runner_scorer(lm.model)
 
 
 def measure_model(label: str, pretrained: Path, model_args: dict, args, dtype_name: str) -> list[dict]:
@@ -310,20 +307,18 @@ def landmark_paths(pretrained: Path, args) -> list[dict]:
         )
         for name in ("vanilla", "landmark")
     }
-    layer_major = models["landmark"].scorer.layer_major
+    landmark = models["landmark"]
+    landmark_scorers = {False: landmark.scorer, True: landmark.longmem_method.make_window_scorer(landmark.model)}
     rows = []
     for T in args.lengths:
         one = request(T, args.continuation, args.vocab)
         for label in LANDMARK_PATHS:
             lm = models[label.split()[0]]
-            if label.endswith("(window by window)"):
-                lm.scorer.layer_major = None
-            try:
-                row = {"path": label, "T": T, **time_scoring(lm, one, args.repeats, args.device)}
-                counted, _ = count_dispatch(lm._loglikelihood_tokens, [one], disable_tqdm=True)
-                row.update(ops=counted.ops, host_reads=counted.host_reads)
-            finally:
-                lm.scorer.layer_major = layer_major if label.startswith("landmark") else None
+            if lm is landmark:
+                lm.scorer = landmark_scorers[label.endswith("(window by window)")]
+            row = {"path": label, "T": T, **time_scoring(lm, one, args.repeats, args.device)}
+            counted, _ = count_dispatch(lm._loglikelihood_tokens, [one], disable_tqdm=True)
+            row.update(ops=counted.ops, host_reads=counted.host_reads)
             rows.append(row)
         base = next(r for r in rows if r["T"] == T and r["path"] == "vanilla")
         for row in rows[-len(LANDMARK_PATHS) :]:

@@ -39,11 +39,10 @@ def graph_breaks(scorer, method) -> int:
     import torch
     import torch._dynamo
 
-    from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
     from lm_eval_longmem.models.bounded_cache.stated_clm_step import StackedCache, traced
 
     args = method.args
-    runner = BoundedCacheRunner(scorer.decoder, method.make_policy())
+    runner = scorer.start_sequence()  # a fresh stated-CLM runner, filled here by the chunk runner's path
     ids = torch.randint(4, 64, (args.max_context_length + 2 * args.chunk_size + 1,)).tolist()
     start = 0
     with torch.no_grad():
@@ -53,7 +52,7 @@ def graph_breaks(scorer, method) -> int:
     cache = StackedCache.of(runner.caches)
     window = torch.tensor(ids[start : start + args.chunk_size + 1], device=cache.keys.device)
     torch._dynamo.reset()
-    explained = traced(torch._dynamo.explain(scorer.step._step))(cache.keys, cache.values, cache.counts, window)
+    explained = traced(torch._dynamo.explain(runner.steady_step._step))(cache.keys, cache.values, cache.counts, window)
     return explained.graph_break_count
 
 
@@ -62,8 +61,6 @@ def stated_clm_rows(
 ):
     """Rows: vanilla, the chunk runner, the step (eager, and compiled when asked), each with its ratio to vanilla."""
     from lm_eval_longmem.lm_eval_model.longmem import LongMemLM
-    from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
-    from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
     def load(model_args):
         return LongMemLM(pretrained=str(pretrained), device=device, dtype=dtype, batch_size=1, **model_args)
@@ -71,7 +68,7 @@ def stated_clm_rows(
     rows = [{"path": "vanilla", **timed_and_counted(load(vanilla_args), one_request, repeats)}]
     lm = load({"method": "statedclm", **statedclm_args})
     step_scorer = lm.scorer
-    lm.scorer = BoundedCacheScorer(Decoder(lm.model), lm.longmem_method.make_policy)
+    lm.scorer = lm.longmem_method.make_chunk_runner_scorer(lm.model)
     rows.append({"path": "statedclm chunk runner", **timed_and_counted(lm, one_request, repeats)})
     lm.scorer = step_scorer
     rows.append({"path": "statedclm step (eager)", **timed_and_counted(lm, one_request, repeats)})

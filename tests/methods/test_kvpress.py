@@ -24,6 +24,7 @@ from lm_eval_longmem.models.method_framework.arguments import MethodArgumentErro
 from lm_eval_longmem.models.method_registry.resolution import resolve_method
 from lm_eval_longmem.models.methods import kvpress as kvpress_method
 from tests.helpers.markers import requires_kvpress
+from tests.helpers.streaming import recorded
 from tests.helpers.tiny_llama import build_tiny_model
 
 EOS = 2
@@ -223,9 +224,10 @@ def test_ratio_zero_scores_as_the_wrappers_own_scorer(model, press):
     spans = [ScoredSpan(n - t, tuple(row[n - t :])) for row, n, t in zip(rows, lengths, targets)]
     built = method(press=press, compression_ratio=0)
     pressed = built.make_scorer(model)
+    sequences = recorded(pressed)
     got = pressed.score(batch, spans)
     # nothing was removed: the last row's cache ends holding its whole context and continuation
-    assert pressed.last_sequence.kept_entries() == [lengths[-1]] * model.config.num_hidden_layers
+    assert sequences[-1].kept_entries() == [lengths[-1]] * model.config.num_hidden_layers
     want = TeacherForcedScorer(model).score(batch, spans)
     for g, w in zip(got, want):
         assert (g.num_correct, g.num_tokens, g[1]) == (w.num_correct, w.num_tokens, w[1])

@@ -24,6 +24,8 @@ from lm_eval_longmem.models.landmark.slots import chosen_block_positions, landma
 from lm_eval_longmem.models.methods.landmark import Landmark, LandmarkArgs
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate
+from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from tests.helpers.streaming import recorded
 
 LANDMARK = 90  # an id outside the word vocabulary, given to the tiny checkpoint below
 
@@ -83,6 +85,8 @@ def test_landmarks_go_after_every_block_and_predict_the_next_one():
     assert insert_landmarks([1, 2, 3, 4, 5, 6, 7], 4, 0) == [1, 2, 3, 0, 4, 5, 6, 0, 7]
     assert [predicting_position(t, 4, True) for t in range(7)] == [0, 1, 3, 4, 5, 7, 8]
     assert [predicting_position(t, 4, False) for t in range(7)] == [0, 1, 2, 4, 5, 6, 8]
+    # a stream continued after 5 visible tokens (decoding) counts them: its first block closes after one
+    assert insert_landmarks([6, 7, 8, 9], 4, 0, before=5) == [6, 0, 7, 8, 9, 0]
 
 
 @pytest.fixture(scope="module")
@@ -163,15 +167,44 @@ def test_generation_equals_teacher_forcing_on_the_augmented_sequence(landmark_mo
     method.prepare_model(landmark_model)
     prompt = [int(t) for t in torch.randint(4, 80, (33,), generator=torch.Generator().manual_seed(1))]
     generator = method.make_generator(landmark_model, None)
+    streams = recorded(generator)
     new = generator.generate(GenerationRequest(tuple(prompt), 14))
     assert len(new) == 14 and LANDMARK not in new
-    scorer = method.make_scorer(landmark_model)
+    row = method.make_scorer(landmark_model).start_sequence()  # layer by layer, every window at once
     with torch.no_grad():
-        hidden = scorer.row_hidden(prompt + new, range(len(prompt) - 1, len(prompt) + 13))
-        logits = landmark_model.get_output_embeddings()(hidden)
+        ((start, hidden),) = row.feed_pieces(prompt + new, read_from=len(prompt) - 1, last=True)
+        logits = landmark_model.get_output_embeddings()(hidden[:-1])  # those that predicted the new tokens
     logits[:, LANDMARK] = float("-inf")
-    assert logits.argmax(-1).tolist() == new
-    assert generator.last_sequence.num_blocks > 0  # the continuation read retrieved blocks
+    assert start == len(prompt) - 1 and logits.argmax(-1).tolist() == new
+    assert streams[0].sequence.num_blocks > 0  # the continuation read retrieved blocks
+
+
+@pytest.mark.parametrize("landmark_in_loss", [True, False])
+def test_both_scorers_score_each_token_from_the_output_that_predicts_it(landmark_model, landmark_in_loss):
+    """Written out: the augmented row window by window through a `LandmarkSequence`, each visible token
+    predicted by the landmark after it when it closes a block and landmarks were in the loss, else by
+    itself. The window-by-window scorer gives that (to 1e-5: rounding); the layer-major one within
+    test_landmark_layer_major.py's 2e-5 (float32 rounding). 70 tokens: several windows of 20 augmented
+    tokens, and a last block the row does not fill."""
+    method = Landmark(LandmarkArgs(top_k=2, landmark_in_loss=landmark_in_loss))
+    method.prepare_model(landmark_model)
+    row = [int(t) for t in torch.randint(4, 80, (71,), generator=torch.Generator().manual_seed(2))]
+    augmented = insert_landmarks(row[:-1], 4, LANDMARK)
+    sequence = LandmarkSequence(Decoder(landmark_model), block_size=4, top_k=2, window=20)
+    with torch.no_grad():
+        hidden = torch.cat([sequence.feed(augmented[i : i + 20]) for i in range(0, len(augmented), 20)])
+    closes = [i + 1 < len(augmented) and augmented[i + 1] == LANDMARK for i in range(len(augmented))]
+    own = [i + (closes[i] and landmark_in_loss) for i, token in enumerate(augmented) if token != LANDMARK]
+    with torch.no_grad():
+        logits = landmark_model.get_output_embeddings()(hidden[own[9:]]).float()
+    expected = -logits.log_softmax(-1)[torch.arange(61), torch.tensor(row[10:])]
+    span, ids = ScoredSpan(9, tuple(row[10:])), torch.tensor([row[:-1]])
+    (windows,) = method.make_window_scorer(landmark_model).score(ids, [span])
+    (layers,) = method.make_scorer(landmark_model).score(ids, [span])
+    # the same outputs; the head run per window and log_softmax for logsumexp: rounding only
+    torch.testing.assert_close(torch.from_numpy(windows.token_nll), expected, atol=1e-5, rtol=0)
+    assert windows.num_tokens == layers.num_tokens == 61 and windows.num_correct == layers.num_correct
+    assert abs(windows.token_nll - layers.token_nll).max() <= 2e-5
 
 
 def test_generation_never_returns_a_landmark(landmark_model):

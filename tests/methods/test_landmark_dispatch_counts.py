@@ -52,7 +52,7 @@ def test_ops_per_scoring_call_do_not_grow_with_the_number_of_windows(selection):
 def test_the_layers_read_nothing_back():
     scorer = warm_scorer()
     row = insert_landmarks(token_ids(240, seed=1), 4, LANDMARK)
-    counted, hidden = count_dispatch(scorer.layer_major.hidden, row)
+    counted, hidden = count_dispatch(scorer.start_sequence().layer_major.hidden, row)
     assert hidden.shape[0] == len(row) and counted.host_reads == 0
     # and the counter sees reads where there are some
     assert count_dispatch(lambda: hidden.sum().item())[0].host_reads == 1

@@ -1,8 +1,8 @@
 """StreamingLLM and LongCache scored layer by layer give the chunk runner's results.
 
-The chunk runner (`BoundedCacheScorer`) stays the reference: on a random tiny model of every family
-of the method matrix, fp32, each token's negative log-likelihood from `LayerMajorScorer` (what the
-methods' `make_scorer` returns) equals the runner's to TOLERANCE, on inputs shorter than the
+The chunk runner (`make_chunk_runner_scorer`) stays the reference: on a random tiny model of every family
+of the method matrix, fp32, each token's negative log-likelihood from `LayerMajorSequence` (what the
+methods' `make_scorer` scores through) equals the runner's to TOLERANCE, on inputs shorter than the
 sinks and than the budget, exactly one chunk, a partial last chunk, and a budget and chunk that
 divide neither each other nor the input.
 
@@ -23,10 +23,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
-from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+from lm_eval_longmem.models.bounded_cache.layer_major_sequence import LayerMajorSequence
 from lm_eval_longmem.models.method_registry import build_method
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
 from tests.helpers.tiny_families import FAMILIES, build_family_model
 
@@ -71,9 +69,9 @@ def nll_both_ways(model, name: str, budget: int, chunk: int, sinks: int, length:
     span = ScoredSpan(0, tuple(row[1:]) + (5,))
     ids = torch.tensor([row])
     scorer = method.make_scorer(model)
-    assert isinstance(scorer, LayerMajorScorer)
+    assert isinstance(scorer.start_sequence(), LayerMajorSequence)
     (ours,) = scorer.score(ids, [span])
-    (reference,) = BoundedCacheScorer(Decoder(model), method.make_policy).score(ids, [span])
+    (reference,) = method.make_chunk_runner_scorer(model).score(ids, [span])
     return ours, reference
 
 
@@ -105,7 +103,7 @@ def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
     row = distinct_row(70, model.config.vocab_size - 1, seed=70)
     span = ScoredSpan(0, tuple(row[1:]) + (5,))
     (ours,) = method.make_scorer(model).score(torch.tensor([row]), [span])
-    (reference,) = BoundedCacheScorer(Decoder(model), method.make_policy).score(torch.tensor([row]), [span])
+    (reference,) = method.make_chunk_runner_scorer(model).score(torch.tensor([row]), [span])
     assert float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max()) <= TOLERANCE
 
 

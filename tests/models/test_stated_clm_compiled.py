@@ -10,11 +10,11 @@ import torch
 import torch._dynamo
 
 from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
-from lm_eval_longmem.models.bounded_cache.stated_clm_scorer import StatedCLMScorer
 from lm_eval_longmem.models.bounded_cache.stated_clm_step import StackedCache, StatedCLMStep, traced
 from lm_eval_longmem.models.method_registry import build_method
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from tests.helpers.streaming import count_steady_steps, recorded
 from tests.helpers.tiny_families import family_model
 from tests.helpers.tiny_models import token_ids
 
@@ -77,12 +77,13 @@ def test_compile_step_scores_as_eager_with_inductor():
     row = token_ids(51, seed=3)
     span = ScoredSpan(1, tuple(row[2:]))
     compiled = method.make_scorer(model)
-    assert isinstance(compiled, StatedCLMScorer) and compiled.step.compiled
-    eager = StatedCLMScorer(Decoder(model), method.make_policy)
+    eager = build_method("statedclm", ARGS).make_scorer(model)
+    eager_runners, compiled_runners = recorded(eager), recorded(compiled, count_steady_steps)
     expected = eager.score(torch.tensor([row]), [span])[0]
     got = compiled.score(torch.tensor([row]), [span])[0]
-    assert compiled.steady_chunks == 4
+    (eager_runner,), (compiled_runner,) = eager_runners, compiled_runners
+    assert compiled_runner.steady_step.fn.compiled and compiled_runner.steady_step.calls == 4
     assert got[0] == pytest.approx(expected[0], abs=1e-4)
-    for want, have in zip(eager.last_runner.caches, compiled.last_runner.caches, strict=True):
+    for want, have in zip(eager_runner.caches, compiled_runner.caches, strict=True):
         assert torch.equal(have.counts, want.counts)
         torch.testing.assert_close(have.keys, want.keys, **CLOSE)

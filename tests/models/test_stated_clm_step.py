@@ -10,11 +10,9 @@ only on which pairs were chosen, must be identical (measured: identical bits thr
 import pytest
 import torch
 
-from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
-from lm_eval_longmem.models.bounded_cache.stated_clm_scorer import StatedCLMScorer
 from lm_eval_longmem.models.method_registry import build_method
-from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from tests.helpers.streaming import count_steady_steps, recorded
 from tests.helpers.tiny_families import FAMILIES, family_model
 from tests.helpers.tiny_models import token_ids
 
@@ -34,11 +32,13 @@ def scored_both_ways(model, length: int, args: dict = ARGS):
     method.prepare_model(model)
     row = token_ids(length + 1, seed=length)
     span = ScoredSpan(1, tuple(row[2:]))  # the scorer feeds `length` tokens, the last one only a target
-    reference = BoundedCacheScorer(Decoder(model), method.make_policy)
-    stepped = StatedCLMScorer(Decoder(model), method.make_policy)
+    reference = method.make_chunk_runner_scorer(model)
+    stepped = method.make_scorer(model)
+    reference_runners, stepped_runners = recorded(reference), recorded(stepped, count_steady_steps)
     expected = reference.score(torch.tensor([row]), [span])[0]
     got = stepped.score(torch.tensor([row]), [span])[0]
-    return expected, got, reference.last_runner.caches, stepped.last_runner.caches, stepped.steady_chunks
+    (reference_runner,), (stepped_runner,) = reference_runners, stepped_runners
+    return expected, got, reference_runner.caches, stepped_runner.caches, stepped_runner.steady_step.calls
 
 
 def assert_same(expected, got, reference_caches, stepped_caches):

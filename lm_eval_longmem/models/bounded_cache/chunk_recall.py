@@ -26,7 +26,7 @@ SCORE_BYTES = 256 * 2**20  # float32 recall scores held at once: chunks are scor
 
 @dataclass(frozen=True)
 class RecalledSpans:
-    """The slot picker of `LayerMajorScorer` for LongCache's arguments."""
+    """The slot picker of `LayerMajorSequence` for LongCache's arguments."""
 
     budget: int  # chunks that start with more than this many tokens stored recall
     top_k: int

@@ -14,6 +14,9 @@ its causal-LM loss gives the Fisher information for the merge (§3.4: k pairs pe
 backward). Decoding appends one entry per token; once `chunk_size` tokens have piled up past
 the budget, the cache is shrunk the same way (stated-CLM re-runs those tokens as one chunk
 with gradients, which is the "one forward and backward per k tokens" of §3.4).
+
+A runner is the bounded caches' `runtime/streaming_sequence.DecodingSequence`: the shared scorer
+and generator feed it through `feed_pieces` (chunks) and `step` (decoding).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from lm_eval_longmem.models.bounded_cache.attention import attend, logit_bias
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy, Evidence
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.streaming_sequence import piece_bounds
 from lm_eval_longmem.models.runtime.token_upload import ids_to_device
 
 
@@ -46,6 +50,19 @@ class BoundedCacheRunner:
         return len(self.caches[0])
 
     # --- public ------------------------------------------------------------------------------
+    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = False):
+        """Chunks of `chunk_size`, each with the token after it as one more target of its LM loss; the
+        last chunk of a `last` row shrinks nothing, as nothing reads the cache after it."""
+        for start, stop in piece_bounds(len(ids), self.policy.args.chunk_size):
+            more = stop < len(ids)
+            yield start, self.feed_chunk(ids[start:stop], next_id=ids[stop] if more else None, shrink=more or not last)
+
+    def step(self, token_id: int) -> torch.Tensor:
+        return self.feed_token(token_id)
+
+    def head(self, rows: torch.Tensor) -> torch.Tensor:
+        return self.decoder.logits(rows)
+
     def feed_chunk(self, ids: list[int], next_id: int | None = None, shrink: bool = True) -> torch.Tensor:
         """Final hidden states [c, hidden] of `ids`; `next_id` (the token after them, if known)
         is one more target for the chunk's LM loss when the cache is compressed. With

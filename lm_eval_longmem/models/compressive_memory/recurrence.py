@@ -10,7 +10,9 @@ into the memory (eq. 4/5). The model's own modules do everything else (`llama_de
 Tokens can be fed in any pieces — a whole segment (scoring), a prompt, one token at a time
 (decoding): the current segment's keys/values wait in a local cache (pre-RoPE keys, as the
 bounded caches store them, with the rotated ones memoized) until the segment is full, so
-decoding attends to the current segment and reads the memory exactly as scoring does.
+decoding attends to the current segment and reads the memory exactly as scoring does. A
+recurrence is the `runtime/streaming_sequence.DecodingSequence` of the shared scorer and generator:
+segment by segment (`feed_pieces`), then one token at a time (`step`).
 
 An empty memory (the first segment) retrieves nothing: eq. 3 is 0/0 there. We then use the
 local attention alone rather than mixing in zeros, which would scale the first segment's
@@ -30,6 +32,7 @@ from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 from lm_eval_longmem.models.compressive_memory.gates import MemoryGates
 from lm_eval_longmem.models.compressive_memory.memory import CompressiveMemory, UpdateRule
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.streaming_sequence import piece_bounds
 
 
 class SegmentRecurrence:
@@ -68,6 +71,17 @@ class SegmentRecurrence:
             if self.segment_fill == self.segment_length:
                 self._fold()
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+
+    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = False):
+        """One segment's hidden states at a time, so peak memory is set by the segment length."""
+        for start, stop in piece_bounds(len(ids), self.segment_length):
+            yield start, self.feed(ids[start:stop])
+
+    def step(self, token: int) -> torch.Tensor:
+        return self.feed([token])
+
+    def head(self, rows: torch.Tensor) -> torch.Tensor:
+        return self.decoder.logits(rows)
 
     # --- the loop ----------------------------------------------------------------------------
     def _empty_segment(self) -> list[LayerCache]:

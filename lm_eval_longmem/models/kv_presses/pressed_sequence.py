@@ -17,6 +17,12 @@ This is how kvpress's own pipeline runs a press, applied to any request:
   transformers builds one attention mask from the first layer's cache length, which would let
   a new token see the tokens after it in a layer that kept fewer (PyramidKV keeps fewer in
   higher layers). Otherwise tokens go one at a time, which needs no mask.
+
+A pressed sequence is the `runtime/streaming_sequence.DecodingSequence` of the shared scorer and
+generator: a request's context, less the token that predicts the first scored (or generated) one,
+is the prefill, so every scored prediction reads the compressed cache, never the full one. The
+press sees the whole prompt, question included: our tasks' prompts end with their question, and
+lm-eval hands a model one prompt, not a context and a question apart.
 """
 
 from __future__ import annotations
@@ -64,6 +70,21 @@ class PressedSequence:
         self.next_position = self.cache.get_seq_length() if positions_follow_cache(self.press) else len(token_ids)
         lengths = {self.cache.get_seq_length(layer) for layer in range(len(self.cache))}
         self.one_token_at_a_time = self.one_token_at_a_time or len(lengths) > 1
+
+    def feed_pieces(self, token_ids: list[int], read_from: int = 0, last: bool = False):
+        """On a fresh cache: `token_ids[:read_from]` is the prefill (no logits), the rest yields its
+        logits a piece at a time."""
+        self.prefill(token_ids[:read_from])
+        start = read_from
+        for logits in self.logits_by_piece(token_ids[read_from:]):
+            yield start, logits
+            start += logits.shape[0]
+
+    def step(self, token: int) -> torch.Tensor:
+        return self.logits([token])
+
+    def head(self, rows: torch.Tensor) -> torch.Tensor:
+        return rows  # the model's own forward already gives logits
 
     def logits(self, token_ids: list[int]) -> torch.Tensor:
         """Feed a few `token_ids` after what came before: their logits, one row per token."""

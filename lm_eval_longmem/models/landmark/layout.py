@@ -29,14 +29,13 @@ def window_length(train_context_length: int, block_size: int, top_k: int) -> int
     return window
 
 
-def insert_landmarks(ids: list[int], block_size: int, landmark_id: int) -> list[int]:
-    """The augmented stream: a landmark after every `block_size - 1` visible tokens."""
+def insert_landmarks(ids: list[int], block_size: int, landmark_id: int, before: int = 0) -> list[int]:
+    """The augmented stream: a landmark after every `block_size - 1` visible tokens, counting the
+    `before` visible tokens already in the stream (decoding continues one)."""
     out: list[int] = []
-    per_block = block_size - 1
-    for start in range(0, len(ids), per_block):
-        piece = ids[start : start + per_block]
-        out.extend(piece)
-        if len(piece) == per_block:
+    for count, token in enumerate(ids, start=before + 1):
+        out.append(token)
+        if count % (block_size - 1) == 0:
             out.append(landmark_id)
     return out
 

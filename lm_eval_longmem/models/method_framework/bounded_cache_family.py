@@ -1,7 +1,8 @@
 """The part every bounded-cache method shares: hooking the policy into the wrapper.
 
 A method subclasses `BoundedCacheMethod`, declares its `Args` (a `BudgetArgs` subclass) and
-`make_policy`; scoring and generation then run through `BoundedCacheRunner`. A base class, not a
+`make_policy`; scoring and generation then run through `BoundedCacheRunner`, a sequence of the
+shared `StreamingScorer` and `StreamingGenerator`. A base class, not a
 method (it sets no `name`): it lives here, above the machinery of `models/bounded_cache/`, which
 never imports a method.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 import logging
 from abc import ABCMeta, abstractmethod
 
-from lm_eval_longmem.models.bounded_cache.generator import BoundedCacheGenerator
 from lm_eval_longmem.models.bounded_cache.policy import CachePolicy
-from lm_eval_longmem.models.bounded_cache.scorer import BoundedCacheScorer
+from lm_eval_longmem.models.bounded_cache.runner import BoundedCacheRunner
 from lm_eval_longmem.models.method_framework.base import LongMemMethod
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
+from lm_eval_longmem.models.runtime.stepwise_decoding import StreamingGenerator
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +57,20 @@ class BoundedCacheMethod(LongMemMethod, metaclass=ABCMeta):
             )
         return model
 
+    @property
+    def scoring_strategy(self) -> str:
+        return f"bounded_cache:{self.name}"
+
     def make_scorer(self, model):
-        return BoundedCacheScorer(Decoder(model), self.make_policy)
+        return self.make_chunk_runner_scorer(model)
+
+    def make_chunk_runner_scorer(self, model) -> StreamingScorer:
+        """Chunk by chunk through every layer: the reference a faster scorer is tested against."""
+        decoder = Decoder(model)
+        return StreamingScorer(model, lambda: BoundedCacheRunner(decoder, self.make_policy()), self.scoring_strategy)
 
     prefix_cache_reusable = False  # which entries are kept depends on the whole prompt
 
     def make_generator(self, model, tokenizer):
-        return BoundedCacheGenerator(Decoder(model), self.make_policy, tokenizer)
+        decoder = Decoder(model)
+        return StreamingGenerator(lambda: BoundedCacheRunner(decoder, self.make_policy()), "bounded-cache", tokenizer)

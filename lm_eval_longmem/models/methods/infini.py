@@ -104,14 +104,14 @@ class Infini(LongMemMethod):
         return model
 
     def make_scorer(self, model):
-        from lm_eval_longmem.models.compressive_memory import InfiniScorer
+        from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
-        return InfiniScorer(self._sequence_factory(model))
+        return StreamingScorer(model, self._sequence_factory(model), "infini_segments")
 
     def make_generator(self, model, tokenizer):
-        from lm_eval_longmem.models.compressive_memory import InfiniGenerator
+        from lm_eval_longmem.models.runtime.stepwise_decoding import StreamingGenerator
 
-        return InfiniGenerator(self._sequence_factory(model), tokenizer)
+        return StreamingGenerator(self._sequence_factory(model), "Infini-attention", tokenizer)
 
     # --- helpers ---------------------------------------------------------------------------
     def _sequence_factory(self, model):

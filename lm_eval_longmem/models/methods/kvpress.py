@@ -154,14 +154,22 @@ class KVPressMethod(LongMemMethod):
         return model
 
     def make_scorer(self, model):
-        from lm_eval_longmem.models.kv_presses.scorer import PressScorer
+        from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
-        return PressScorer(model, self.make_press, self.args.press)
+        return StreamingScorer(model, self._sequence_factory(model), f"kvpress:{self.args.press}")
 
     def make_generator(self, model, tokenizer):
-        from lm_eval_longmem.models.kv_presses.generator import PressGenerator
+        from lm_eval_longmem.models.runtime.stepwise_decoding import StreamingGenerator
 
-        return PressGenerator(model, self.make_press, tokenizer)
+        return StreamingGenerator(self._sequence_factory(model), "kvpress", tokenizer)
+
+    def _sequence_factory(self, model):
+        """A fresh cache and press per request; a piece's logits stay within the scoring budget."""
+        from lm_eval_longmem.models.kv_presses.pressed_sequence import PressedSequence
+        from lm_eval_longmem.models.runtime.scoring import CHUNK_BYTES
+
+        piece = CHUNK_BYTES // (4 * model.get_output_embeddings().weight.shape[0])
+        return lambda: PressedSequence(model, self.make_press(), piece)
 
 
 def _buildable() -> list[str]:

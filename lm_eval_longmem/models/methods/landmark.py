@@ -21,6 +21,7 @@ WHO = "method=landmark (Landmark Attention)"
 STUDY_BLOCK_SIZE = 64
 STUDY_TRAIN_LENGTH = 512
 STUDY_TOP_K = 5  # the study's evaluation setting (cache_top_k 5)
+SCORING = "landmark_windows"  # what results files record as `longmem_scoring`
 
 
 @dataclass(frozen=True)
@@ -161,33 +162,51 @@ class Landmark(LongMemMethod):
 
     # --- hooks -----------------------------------------------------------------------------
     def make_scorer(self, model):
+        """Layer by layer, every window at once (`make_window_scorer` is the reference)."""
         from lm_eval_longmem.models.landmark.layer_major import LayerMajorLandmark
-        from lm_eval_longmem.models.landmark.scorer import LandmarkScorer
+        from lm_eval_longmem.models.landmark.visible_stream import LayerMajorStream
         from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+        from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
-        start = self._sequence_factory(model)  # prepares the layout
+        self._prepared(model)
         args = self.args
         layer_major = LayerMajorLandmark(
             Decoder(model, WHO), self.block_size, args.top_k, self.window, args.selection, args.retrieval
         )
-        return LandmarkScorer(start, self.layout.landmark_id, self.landmark_in_loss, layer_major)
+        landmark_id, in_loss = self.layout.landmark_id, self.landmark_in_loss
+        return StreamingScorer(model, lambda: LayerMajorStream(layer_major, landmark_id, in_loss), SCORING)
+
+    def make_window_scorer(self, model):
+        """Window by window, as generation runs: the reference of the layer-major scorer."""
+        from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
+
+        return StreamingScorer(model, self._stream_factory(model), SCORING)
 
     def make_generator(self, model, tokenizer):
-        from lm_eval_longmem.models.landmark.generator import LandmarkGenerator
+        from lm_eval_longmem.models.runtime.stepwise_decoding import StreamingGenerator
 
-        return LandmarkGenerator(
-            self._sequence_factory(model), self.layout.landmark_id, self.landmark_in_loss, tokenizer
-        )
+        start = self._stream_factory(model)
+        return StreamingGenerator(start, "Landmark Attention", tokenizer, never_emits=(self.layout.landmark_id,))
 
-    def _sequence_factory(self, model):
+    def _stream_factory(self, model):
         from lm_eval_longmem.models.landmark.sequence import LandmarkSequence
+        from lm_eval_longmem.models.landmark.visible_stream import VisibleStream
         from lm_eval_longmem.models.runtime.llama_decoder import Decoder
 
+        self._prepared(model)
+        decoder, args, block, window = Decoder(model, WHO), self.args, self.block_size, self.window
+        landmark_id, in_loss = self.layout.landmark_id, self.landmark_in_loss
+
+        def start() -> VisibleStream:
+            sequence = LandmarkSequence(decoder, block, args.top_k, window, args.selection, args.retrieval)
+            return VisibleStream(sequence, landmark_id, in_loss)
+
+        return start
+
+    def _prepared(self, model) -> None:
+        """Read the checkpoint's layout if `prepare_model` has not run (a model object passed in)."""
         if self.layout is None:
             self.prepare_model(model)
-        decoder, args = Decoder(model, WHO), self.args
-        block, window = self.block_size, self.window
-        return lambda: LandmarkSequence(decoder, block, args.top_k, window, args.selection, args.retrieval)
 
 
 def _first(*values):

@@ -27,11 +27,12 @@ import torch
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, LayerCache
 from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
 from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
-from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
+from lm_eval_longmem.models.bounded_cache.layer_major_sequence import LayerMajorSequence
 from lm_eval_longmem.models.bounded_cache.recall import recall_middle
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
 
 @dataclass(frozen=True)
@@ -114,4 +115,5 @@ class LongCache(BoundedCacheMethod):
         a = self.args
         shape = WindowShape(a.sink_length, a.local_window, a.chunk_size, slots=a.recalled_tokens)
         recall = RecalledSpans(a.max_context_length, a.top_k, a.top_k_prime, a.span_size)
-        return LayerMajorScorer(Decoder(model), self.name, shape, recall)
+        sequence = LayerMajorSequence(Decoder(model), shape, recall)
+        return StreamingScorer(model, lambda: sequence, self.scoring_strategy)

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.bounded_cache.merging import fisher_merge, pair_scores, select_pairs
-from lm_eval_longmem.models.bounded_cache.stated_clm_scorer import StatedCLMScorer
+from lm_eval_longmem.models.bounded_cache.stated_clm_runner import StatedCLMRunner
+from lm_eval_longmem.models.bounded_cache.stated_clm_step import StatedCLMStep
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
 
 @dataclass(frozen=True)
@@ -72,4 +74,7 @@ class StatedCLM(BoundedCacheMethod):
         return StatedCLMPolicy(self.args)
 
     def make_scorer(self, model):
-        return StatedCLMScorer(Decoder(model), self.make_policy, compiled=self.args.compile_step)
+        """The chunk runner until the cache is full, then one static-shape step per chunk."""
+        decoder, a = Decoder(model), self.args
+        step = StatedCLMStep(decoder, a.max_context_length, a.chunk_size, a.sink_length, a.sigma, a.compile_step)
+        return StreamingScorer(model, lambda: StatedCLMRunner(decoder, self.make_policy(), step), self.scoring_strategy)

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from lm_eval_longmem.models.bounded_cache import BudgetArgs, CachePolicy, Evidence, LayerCache
 from lm_eval_longmem.models.bounded_cache.chunk_windows import WindowShape
-from lm_eval_longmem.models.bounded_cache.layer_major_scorer import LayerMajorScorer
+from lm_eval_longmem.models.bounded_cache.layer_major_sequence import LayerMajorSequence
 from lm_eval_longmem.models.method_framework.bounded_cache_family import BoundedCacheMethod
 from lm_eval_longmem.models.method_framework.tiny_settings import TinySettings
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
+from lm_eval_longmem.models.runtime.piecewise_scoring import StreamingScorer
 
 
 @dataclass(frozen=True)
@@ -51,4 +52,5 @@ class StreamingLLM(BoundedCacheMethod):
         sinks, and the max_context_length - sink_length entries before each chunk at their own distance."""
         a = self.args
         shape = WindowShape(sinks=a.sink_length, local=a.max_context_length - a.sink_length, chunk=a.chunk_size)
-        return LayerMajorScorer(Decoder(model), self.name, shape)
+        sequence = LayerMajorSequence(Decoder(model), shape)
+        return StreamingScorer(model, lambda: sequence, self.scoring_strategy)

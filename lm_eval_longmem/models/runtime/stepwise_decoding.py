@@ -1,9 +1,10 @@
 """The token-by-token decoding loop of methods that run their own forward pass.
 
-Bounded caches and Infini-attention prefill a prompt their own way, then need the same thing:
-pick a token from the last logits (greedy, or sampled with Hugging Face's options), stop at a
-stop token or string, feed the token back. One loop for all of them, so greedy/sampling and
-stopping behave alike whatever the memory behind the logits.
+Bounded caches, kvpress, Infini-attention and Landmark Attention prefill a prompt their own way
+(`streaming_sequence.DecodingSequence`), then need the same thing: pick a token from the last
+logits (greedy, or sampled with Hugging Face's options), stop at a stop token or string, feed the
+token back. One loop for all of them, so greedy/sampling and stopping behave alike whatever the
+memory behind the logits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable
 import torch
 
 from lm_eval_longmem.models.runtime.generation import GenerationRequest
+from lm_eval_longmem.models.runtime.heap_release import HeapRelease
+from lm_eval_longmem.models.runtime.streaming_sequence import DecodingSequence
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,46 @@ class TokenPicker:
             drop = cumulative - sorted_logits.softmax(-1) > top_p
             logits[order[drop]] = float("-inf")
         return int(torch.multinomial(logits.softmax(-1), 1))
+
+
+class StreamingGenerator:
+    """Generation through a fresh sequence of `start_sequence()` per request: the prompt fed in the
+    method's pieces, then one token at a time. `never_emits`: tokens the method inserts itself
+    (Landmark's `<landmark>`), whose logits are masked so that decoding cannot pick them."""
+
+    def __init__(
+        self,
+        start_sequence: Callable[[], DecodingSequence],
+        who: str,
+        tokenizer=None,
+        never_emits: tuple[int, ...] = (),
+    ):
+        self.start_sequence = start_sequence
+        self.tokenizer = tokenizer
+        self.never_emits = list(never_emits)
+        self.pick = TokenPicker(who)
+
+    @torch.no_grad()
+    def generate(self, request: GenerationRequest) -> list[int]:
+        if not request.prompt_ids:
+            raise ValueError("generation needs a non-empty prompt")
+        sequence, prompt, release = self.start_sequence(), list(request.prompt_ids), HeapRelease()
+        for _, rows in sequence.feed_pieces(prompt, read_from=len(prompt) - 1):
+            release.fed(rows.shape[0], rows.device)
+
+        def next_logits(row: torch.Tensor) -> torch.Tensor:
+            logits = sequence.head(row)
+            if self.never_emits:
+                logits[self.never_emits] = float("-inf")
+            return logits
+
+        return decode_tokens(
+            next_logits(rows[-1]),
+            lambda token: next_logits(sequence.step(token)[-1]),
+            request,
+            self.pick,
+            self.tokenizer,
+        )
 
 
 def decode_tokens(

@@ -1,12 +1,13 @@
-"""Teacher-forced scoring through a sink-and-window cache, one layer at a time over the whole row.
+"""Scoring through a sink-and-window cache, one layer at a time over the whole row.
 
 At layer l, what the cache holds after chunk j depends only on layer l's keys and values of
 earlier tokens, so the row can run one layer over every token before the next layer, instead of
 one chunk through every layer before the next chunk: the projections, the MLP and the two
 attention parts (`chunk_windows.py`) each run once per layer, and the number of ops a call
 dispatches does not grow with the number of chunks (each a kernel launch on a GPU). The results
-are the chunk runner's (`BoundedCacheScorer`, kept as the reference and tested against this),
-up to rounding. Generation keeps the chunk runner: a decoded token needs the cache as it stands.
+are the chunk runner's (`BoundedCacheMethod.make_chunk_runner_scorer`, kept as the reference and
+tested against this), up to rounding. For the shared `StreamingScorer` it is a sequence fed in one
+piece, the whole row. Generation keeps the chunk runner: a decoded token needs the cache as it stands.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import torch
 
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows, WindowShape, chunk_window_attention
 from lm_eval_longmem.models.runtime.llama_decoder import Decoder
-from lm_eval_longmem.models.runtime.piecewise_scoring import score_in_pieces
-from lm_eval_longmem.models.runtime.requests import ScoredContinuation
-from lm_eval_longmem.models.runtime.scoring import ScoredSpan
+from lm_eval_longmem.models.runtime.token_upload import ids_to_device
 
 
 class SlotPicker(Protocol):
@@ -27,25 +26,19 @@ class SlotPicker(Protocol):
         """(tokens, valid) [n, slots] for one layer from its pre-RoPE queries [H, T, d] and keys [Hkv, T, d]."""
 
 
-class LayerMajorScorer:
-    def __init__(self, decoder: Decoder, name: str, shape: WindowShape, pick_slots: SlotPicker | None = None):
+class LayerMajorSequence:
+    """Keeps nothing between rows: one object serves every row (`lambda: sequence` starts one)."""
+
+    def __init__(self, decoder: Decoder, shape: WindowShape, pick_slots: SlotPicker | None = None):
         self.decoder = decoder
         self.shape = shape
         self.pick_slots = pick_slots
-        self.strategy = f"bounded_cache:{name}"  # the chunk runner's results: the same record
 
-    @torch.no_grad()
-    def score(self, input_ids: torch.Tensor, spans: list[ScoredSpan]) -> list[ScoredContinuation]:
-        """Score a right-padded batch [B, T]: row b's real tokens end with its span."""
-        vocab = self.decoder.model.get_output_embeddings().weight.shape[0]
-        results = []
-        for b, span in enumerate(spans):
-            length = span.start + len(span.targets)
-            hidden = self.hidden_states(input_ids[b, :length])
-            results.append(
-                score_in_pieces(length, span, length, lambda a, z, h=hidden: h[a:z], self.decoder.logits, vocab)
-            )
-        return results
+    def feed_pieces(self, ids: list[int], read_from: int = 0, last: bool = False):
+        yield 0, self.hidden_states(ids_to_device(ids, self.decoder.device))
+
+    def head(self, rows: torch.Tensor) -> torch.Tensor:
+        return self.decoder.logits(rows)
 
     def hidden_states(self, ids: torch.Tensor) -> torch.Tensor:
         """Final hidden states [T, hidden] of the row `ids` [T] (a tensor on the model's device)."""
