@@ -60,7 +60,7 @@ def draw_figure2(rows: list[RowScores], correlations: dict[str, dict], output: P
         stats = correlations[column]
         title = COLUMNS[column].title
         if stats["tau"] is None:
-            title += f"\ntau: too few methods ({stats['n']})"
+            title += f"\ntau: {stats['why']}"
         else:
             title += f"\nKendall tau = {stats['tau']:.2f} (p = {stats['p_value']:.3f}, {stats['n']} methods)"
         ax.set_title(title, fontsize=9.5)

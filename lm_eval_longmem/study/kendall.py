@@ -15,16 +15,19 @@ MIN_POINTS = 3  # fewer methods say nothing about a ranking
 
 
 def kendall_tau(perplexities: list[float], scores: list[float]) -> dict:
-    """{tau, p_value, n}; tau and p_value None when fewer than MIN_POINTS methods have both, or
-    when either ranking is constant (tau undefined)."""
+    """{tau, p_value, n, why}; tau and p_value None when fewer than MIN_POINTS methods have both,
+    or when either ranking is constant (tau undefined), and `why` says which."""
     pairs = [
         (p, s)
         for p, s in zip(perplexities, scores)
         if p is not None and s is not None and math.isfinite(p) and math.isfinite(s)
     ]
-    result = {"tau": None, "p_value": None, "n": len(pairs)}
+    result = {"tau": None, "p_value": None, "n": len(pairs), "why": None}
     if len(pairs) < MIN_POINTS:
-        return result
+        return {**result, "why": f"too few methods ({len(pairs)})"}
+    if len({s for _, s in pairs}) == 1 or len({p for p, _ in pairs}) == 1:
+        which = "score" if len({s for _, s in pairs}) == 1 else "perplexity"
+        return {**result, "why": f"undefined: every method has the same {which}"}
     from scipy.stats import kendalltau
 
     outcome = kendalltau([p for p, _ in pairs], [s for _, s in pairs], variant="b")

@@ -114,8 +114,12 @@ def correlations(rows: list[RowScores], columns: list[str]) -> dict[str, dict]:
 
 
 def correlation_table(found: dict[str, dict]) -> Table:
-    body = [[COLUMNS[c].title, _number(v["tau"], 3), _number(v["p_value"], 4), str(v["n"])] for c, v in found.items()]
-    return Table("kendall", "Kendall's tau between PPL and each score", ["Score", "tau", "p-value", "methods"], body)
+    body = [
+        [COLUMNS[c].title, _number(v["tau"], 3), _number(v["p_value"], 4), str(v["n"]), v.get("why") or ""]
+        for c, v in found.items()
+    ]
+    header = ["Score", "tau", "p-value", "methods", "note"]
+    return Table("kendall", "Kendall's tau between PPL and each score", header, body)
 
 
 def markdown(table: Table) -> str:

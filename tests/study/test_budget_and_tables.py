@@ -71,7 +71,9 @@ def test_kendall_tau_b_by_hand():
     # lower perplexity with higher scores: negative
     result = kendall_tau([10.0, 8.0, 6.0, 5.0, 4.0], [1.0, 2.0, 3.0, 5.0, 4.0])
     assert result["tau"] == pytest.approx(-0.8) and 0 < result["p_value"] < 0.1 and result["n"] == 5
-    assert kendall_tau([1.0, 2.0], [1.0, 2.0]) == {"tau": None, "p_value": None, "n": 2}
+    assert kendall_tau([1.0, 2.0], [1.0, 2.0]) == {"tau": None, "p_value": None, "n": 2, "why": "too few methods (2)"}
+    tied = kendall_tau([40.1, 41.6, 200.9], [0.0, 0.0, 0.0])  # every method scores 0: no ranking to compare
+    assert tied["tau"] is None and tied["why"] == "undefined: every method has the same score"
     assert kendall_tau([1.0, None, 3.0, 4.0], [2.0, 1.0, None, 5.0])["n"] == 2
 
 
