@@ -56,6 +56,10 @@ class RowScores:
     longbench: Score = dataclasses.field(default_factory=Score)
     ruler: Score = dataclasses.field(default_factory=Score)
     ruler_by_length: dict[int, float] = dataclasses.field(default_factory=dict)
+    # the study's Needle by length and by depth, and Mshots by number of shots (percent, 95% Wilson)
+    needle_by_length: dict[int, Score] = dataclasses.field(default_factory=dict)
+    needle_by_depth: dict[int, Score] = dataclasses.field(default_factory=dict)
+    mshots_by_shots: dict[int, Score] = dataclasses.field(default_factory=dict)
     results_files: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -138,6 +142,11 @@ def _read_into(scores: RowScores, data: dict[str, Any]) -> None:
         if task in results:
             count = (samples.get(task) or {}).get("effective")
             setattr(scores, field, _accuracy(results[task], "acc", count))
+    if "longmem_passkey" in results:
+        scores.needle_by_length, scores.needle_by_depth = _needle_breakdown(results["longmem_passkey"])
+    if "longmem_trec_manyshot" in results:
+        protocol = _protocol(data, "longmem_trec_manyshot")
+        scores.mshots_by_shots = _mshots_by_shots(results["longmem_trec_manyshot"], protocol)
     if "longbench" in results or any(name.startswith("longbench_") for name in results):
         scores.longbench = _longbench(results)
     ruler_tasks = (data.get("group_subtasks") or {}).get("ruler") or []
@@ -145,6 +154,54 @@ def _read_into(scores: RowScores, data: dict[str, Any]) -> None:
         scores.ruler_by_length = _ruler_by_length(results, ruler_tasks)
         if scores.ruler_by_length:
             scores.ruler = Score(sum(scores.ruler_by_length.values()) / len(scores.ruler_by_length))
+
+
+def _protocol(data: dict[str, Any], task: str) -> dict[str, Any]:
+    return (((data.get("configs") or {}).get(task) or {}).get("metadata") or {}).get("protocol") or {}
+
+
+def _proportion(correct: float, samples: int) -> Score:
+    """`correct` of `samples` in percent, with Wilson's 95% interval."""
+    if samples < 1:
+        return Score()
+    accuracy = correct / samples
+    low, high = wilson_interval(accuracy, samples)
+    return Score(100 * accuracy, 100 * low, 100 * high, samples)
+
+
+def _needle_breakdown(metrics: dict) -> tuple[dict[int, Score], dict[int, Score]]:
+    """Accuracy by length and by depth from the passkey task's grid (accuracy[depth][length] over
+    num_samples[depth][length] prompts): each cell's correct answers pooled across the other axis."""
+    grid = metrics.get("grid,none")
+    if not isinstance(grid, dict):
+        return {}, {}
+    lengths, depths = grid.get("lengths") or [], grid.get("depths") or []
+    accuracy, counts = grid.get("accuracy") or [], grid.get("num_samples") or []
+    cells = [  # (length, depth, correct, prompts)
+        (length, depth, accuracy[row][column] * counts[row][column], counts[row][column])
+        for row, depth in enumerate(depths)
+        for column, length in enumerate(lengths)
+        if _number(accuracy[row][column]) is not None and counts[row][column]
+    ]
+
+    def pooled(axis: int) -> dict[int, Score]:
+        keys = lengths if axis == 0 else depths
+        return {
+            key: _proportion(sum(c[2] for c in cells if c[axis] == key), sum(c[3] for c in cells if c[axis] == key))
+            for key in keys
+        }
+
+    return pooled(0), pooled(1)
+
+
+def _mshots_by_shots(metrics: dict, protocol: dict) -> dict[int, Score]:
+    """Accuracy per shot count (`acc@0008shots`) over that count's questions (the protocol's)."""
+    found = {}
+    for shots, questions in zip(protocol.get("shots") or [], protocol.get("questions_per_shot_count") or []):
+        value = _number(metrics.get(f"acc@{shots:04d}shots,none"))
+        if value is not None and questions:
+            found[int(shots)] = _proportion(value * questions, int(questions))
+    return found
 
 
 def _number(value) -> float | None:

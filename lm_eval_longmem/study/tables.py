@@ -1,6 +1,7 @@
 """The study's tables from its rows' scores: Table 1 (one row per method: PPL, Needle, Mshots,
 LongBench, RULER, with training and evaluation lengths and exact attention), Table 2 (perplexity
-by length), RULER by length, and the Kendall correlations behind Figure 2; written as one
+by length), Needle by length and by depth, Mshots by shots, RULER by length, and the Kendall
+correlations behind Figure 2; written as one
 Markdown page, one CSV per table and one JSON with everything (intervals included).
 
 Only the suite's columns appear; a cell a row has not produced yet (not run, failed) is "-".
@@ -104,6 +105,30 @@ def ruler_table(rows: list[RowScores]) -> Table:
     return Table("ruler_by_length", "RULER by length (mean over its tasks, %)", header, body)
 
 
+def breakdown_table(rows: list[RowScores], field: str, name: str, title: str, key_text) -> Table:
+    """One row per method, one column per key of the row's `field` (a dict of Scores): Needle by
+    length or depth, Mshots by shots."""
+    keys = sorted({key for row in rows for key in getattr(row, field)})
+    header = ["Method", "Train len", *[key_text(key) for key in keys]]
+    body = [
+        [row.label, _length(row.train_length), *[_score(getattr(row, field).get(key, Score())) for key in keys]]
+        for row in rows
+    ]
+    return Table(name, title, header, body)
+
+
+def breakdown_tables(rows: list[RowScores], columns: list[str]) -> list[Table]:
+    tables = []
+    if "needle" in columns:
+        tables.append(breakdown_table(rows, "needle_by_length", "needle_by_length", "Needle by length (%)", _length))
+        depth = "Needle by depth of the passkey (%, 0 = at the start)"
+        tables.append(breakdown_table(rows, "needle_by_depth", "needle_by_depth", depth, lambda d: f"{d}%"))
+    if "mshots" in columns:
+        shots = "Mshots by number of shots (%)"
+        tables.append(breakdown_table(rows, "mshots_by_shots", "mshots_by_shots", shots, str))
+    return [t for t in tables if len(t.header) > 2]
+
+
 def correlations(rows: list[RowScores], columns: list[str]) -> dict[str, dict]:
     """Kendall's tau between PPL and each downstream column, over the methods that have both."""
     found = {}
@@ -136,6 +161,7 @@ def write_tables(rows: list[RowScores], columns: list[str], folder: Path) -> dic
     tables = [table1(rows, columns)]
     if "ppl" in columns:
         tables += table2(rows)
+    tables += breakdown_tables(rows, columns)
     if "ruler" in columns:
         tables.append(ruler_table(rows))
     if found:

@@ -10,7 +10,8 @@ import pytest
 from lm_eval_longmem.study.budget import steps_for, training_overrides
 from lm_eval_longmem.study.kendall import kendall_tau
 from lm_eval_longmem.study.schema import StudyConfigError, build_study
-from lm_eval_longmem.study.scores import RowScores, Score
+from lm_eval_longmem.study.scores import RowScores, Score, wilson_interval
+from lm_eval_longmem.study.tables import _score as _score_text
 from lm_eval_longmem.study.tables import correlations, markdown, table1, table2
 
 
@@ -175,3 +176,38 @@ def test_figure2_draws_scores_at_the_top_of_their_interval(tmp_path):
     rows = [row("A", 6.5, (100.0, 100 * low, 100 * high)), row("B", 9.0, (50.0, 20.0, 80.0)), row("C", 30.0, (0.0,))]
     output = draw_figure2(rows, correlations(rows, ["ppl", "needle"]), tmp_path / "figure2.png")
     assert output.stat().st_size > 10_000
+
+
+def test_needle_by_length_and_depth_and_mshots_by_shots_pool_the_tasks_own_cells():
+    from lm_eval_longmem.study.scores import _read_into
+    from lm_eval_longmem.study.tables import breakdown_tables
+
+    grid = {  # accuracy[depth][length] over num_samples[depth][length] prompts, as longmem_passkey writes it
+        "lengths": [512, 1024],
+        "depths": [0, 100],
+        "accuracy": [[1.0, 0.5], [0.0, 0.25]],
+        "num_samples": [[2, 2], [2, 4]],
+    }
+    results = {
+        "results": {
+            "longmem_passkey": {"acc,none": 0.4, "grid,none": grid},
+            "longmem_trec_manyshot": {"acc,none": 0.25, "acc@0001shots,none": 0.0, "acc@0008shots,none": 0.5},
+        },
+        "configs": {
+            "longmem_trec_manyshot": {"metadata": {"protocol": {"shots": [1, 8], "questions_per_shot_count": [4, 4]}}}
+        },
+    }
+    scores = row("A", 6.5, ())
+    _read_into(scores, results)
+
+    # 512: 2 of 2 at depth 0 + 0 of 2 at depth 100; 1k: 1 of 2 + 1 of 4
+    def cells(found):
+        return {key: (score.value, score.samples) for key, score in found.items()}
+
+    assert cells(scores.needle_by_length) == {512: (50.0, 4), 1024: (pytest.approx(100 / 3), 6)}
+    assert cells(scores.needle_by_depth) == {0: (75.0, 4), 100: (pytest.approx(100 / 6), 6)}
+    assert scores.needle_by_length[512].low == pytest.approx(100 * wilson_interval(0.5, 4)[0])
+    assert cells(scores.mshots_by_shots) == {1: (0.0, 4), 8: (50.0, 4)}
+    by_length, by_depth, by_shots = breakdown_tables([scores], ["needle", "mshots"])
+    assert by_length.header == ["Method", "Train len", "512", "1k"] and by_depth.header[2:] == ["0%", "100%"]
+    assert by_shots.rows[0][2:] == [_score_text(scores.mshots_by_shots[1]), _score_text(scores.mshots_by_shots[8])]
