@@ -47,7 +47,7 @@ def test_each_run_is_a_fork_of_the_same_start_and_ends_as_the_interpreter_ends(t
     for name, (ending, status, stderr_has) in cases.items():
         script = tmp_path / name
         script.write_text(SCRIPT.format(ending=ending))
-        server = warm_commands._Server(str(script), env, ["json"])
+        server = warm_commands.WarmServer(str(script), env, ["json"])
         try:
             for word in ("first", "second"):
                 returncode, out, err = server.run([str(script), word], env, timeout=60)

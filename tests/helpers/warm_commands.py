@@ -55,7 +55,9 @@ def wanted(args) -> bool:
     return bool(args) and str(args[0]) in WARM_UP and os.environ.get("LONGMEM_TESTS_FRESH") != "1"
 
 
-class _Server:
+class WarmServer:
+    """One warm_command_server.py process for SCRIPT, started with `env`; `run` forks it once."""
+
     def __init__(self, script: str, env: dict[str, str], modules):
         self.folder = tempfile.mkdtemp(prefix="warm-command-")
         self.process = subprocess.Popen(
@@ -94,14 +96,14 @@ class _Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-_servers: dict[tuple, _Server] = {}
+_servers: dict[tuple, WarmServer] = {}
 
 
-def _server(script: str, env: dict[str, str]) -> _Server:
+def _server(script: str, env: dict[str, str]) -> WarmServer:
     key = (script, tuple(sorted((k, v) for k, v in env.items() if k not in _PER_TEST_VARIABLES)))
     server = _servers.pop(key, None)
     if server is None or server.process.poll() is not None:
-        server = _Server(script, env, WARM_UP[script])
+        server = WarmServer(script, env, WARM_UP[script])
     _servers[key] = server  # most recently used last
     while len(_servers) > _MAX_SERVERS:
         _servers.pop(next(iter(_servers))).close()
