@@ -45,8 +45,10 @@ WARM_UP = {
         "lm_eval_longmem.lm_eval_model.longmem",
     ),
 }
-# Set by pytest for each test; no library reads it at import, so it does not need its own server.
-_PER_TEST_VARIABLES = ("PYTEST_CURRENT_TEST",)
+# Variables read only while a run runs, never at import: pytest's per-test one, and ours for the
+# cache folder (common/paths.cache_dir reads it on each call) and the time estimate
+# (test_cost_plan fails if it is read at import). A run may set them without a server of its own.
+RUN_TIME_VARIABLES = ("PYTEST_CURRENT_TEST", "LM_EVAL_LONGMEM_CACHE", "LM_EVAL_LONGMEM_ESTIMATE_ABOVE")
 _MAX_SERVERS = 2  # a server holds torch and transformers (some 400 MB); the oldest goes first
 
 
@@ -100,7 +102,7 @@ _servers: dict[tuple, WarmServer] = {}
 
 
 def _server(script: str, env: dict[str, str]) -> WarmServer:
-    key = (script, tuple(sorted((k, v) for k, v in env.items() if k not in _PER_TEST_VARIABLES)))
+    key = (script, tuple(sorted((k, v) for k, v in env.items() if k not in RUN_TIME_VARIABLES)))
     server = _servers.pop(key, None)
     if server is None or server.process.poll() is not None:
         server = WarmServer(script, env, WARM_UP[script])
