@@ -22,7 +22,8 @@ def test_stock_lm_eval_finds_longmem_and_forgetting_curve(tiny_model_dir, corpus
             "--output_path",
             str(out),
             "--log_samples",
-        ]
+        ],
+        fresh=True,  # a new process: the .pth start-up hook itself, as a user's first run meets it
     )
     results = results_of(out)
     metrics = results["results"]["forgetting_curve"]

@@ -1,5 +1,10 @@
 """Running the real commands (`lm_eval`, `lm-eval-longmem`) as a user would, offline, and reading
-what they wrote: the console scripts sit beside this interpreter."""
+what they wrote: the console scripts sit beside this interpreter.
+
+`run` runs `lm_eval` as a fork of a process that has already imported torch, transformers and
+lm-eval (tests/helpers/warm_commands.py), unless the run sets variables a process may read at
+import (`env_extra` beyond warm_commands.RUN_TIME_VARIABLES: a server of their own would serve one
+run, no cheaper than a fresh process) or asks for `fresh=True` (the tests of start-up itself)."""
 
 import json
 import os
@@ -7,12 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import warm_commands
+
 BIN = Path(sys.executable).parent
 
 
-def run(args, env_extra=None, check=True):
+def run(args, env_extra=None, check=True, fresh=False):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **(env_extra or {})}
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    if not fresh and set(env_extra or ()) <= set(warm_commands.RUN_TIME_VARIABLES) and warm_commands.wanted(args):
+        proc = warm_commands.run(args, env=env, timeout=600)
+    else:
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"{args[0]} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc

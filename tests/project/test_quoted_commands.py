@@ -98,6 +98,7 @@ FATES = {
     "python benchmarks/infini_passkey_claim.py --passkey-steps 400": BENCHMARK,
     "python benchmarks/landmark_passkey_claim.py": BENCHMARK,
     "python benchmarks/method_scoring.py --tiny --device cpu": BENCHMARK,
+    "python benchmarks/warm_test_commands.py": BENCHMARK,
     "python benchmarks/layer_major_scoring.py": BENCHMARK,
     # docs/by-length.md
     "lm_eval --model longmem --model_args method=yarn,factor=4 --tasks longbench --output_path out/yarn "

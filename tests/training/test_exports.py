@@ -2,8 +2,6 @@
 records the method (and its rope_parameters) and the run; LongLoRA also exports its adapter."""
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,12 +9,11 @@ import torch
 
 from lm_eval_longmem.harness.run_name import run_folder_name
 from lm_eval_longmem.models.method_framework.recorded import read_recorded_method
-from tests.helpers.cli_runs import BIN
+from tests.helpers.cli_runs import BIN, run
 from tests.helpers.training_helpers import run_recipe
 
 
 def lm_eval(model_args: str, corpus_file, out: Path) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     args = [
         str(BIN / "lm_eval"),
         "--model",
@@ -33,7 +30,7 @@ def lm_eval(model_args: str, corpus_file, out: Path) -> dict:
         "--output_path",
         str(out),
     ]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    proc = run(args, check=False)  # a warm run (tests/helpers/warm_commands.py)
     assert proc.returncode == 0, proc.stderr[-4000:]
     (path,) = out.rglob("results_*.json")
     return json.loads(path.read_text())
