@@ -140,6 +140,19 @@ TASKS = {
     ",,": "no task named",
 }
 
+TWICE = "would get"
+MODEL_ARGS = {
+    "dtype=float32": None,
+    "dtype=auto": None,
+    "max_batch_size=4": None,  # no --max_batch_size beside it: lm-eval passes none
+    "device=cpu": TWICE,
+    "batch_size=2": TWICE,
+    "dtype=float8": "is not a torch dtype",
+    "dtype=cuda": "is not a torch dtype",  # a torch attribute, not a dtype
+}
+DEVICE_FORM = "is not a device"
+DEVICES = {"cpu": None, "cuda:0": None, "tpu": DEVICE_FORM, "cpu:0": DEVICE_FORM, "gpu": DEVICE_FORM}
+
 # an extra task folder: one that is there (even empty), one that is not
 INCLUDE_PATHS = {"{dir}/empty_folder": None, "{dir}/no/such/folder": "no such file or directory"}
 
@@ -152,6 +165,8 @@ CASES = [
     *(Case("--metadata", value, refused) for value, refused in METADATA.items()),
     *(Case("--tasks", value, refused) for value, refused in TASKS.items()),
     *(Case("--include_path", value, refused) for value, refused in INCLUDE_PATHS.items()),
+    *(Case("--model_args", value, refused) for value, refused in MODEL_ARGS.items()),
+    *(Case("--device", value, refused) for value, refused in DEVICES.items()),
 ]
 
 
