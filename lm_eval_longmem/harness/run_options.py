@@ -51,15 +51,17 @@ HF_MODELS = ("hf", "hf-auto", "huggingface", "longmem")
 DTYPE_ARGUMENTS = ("dtype", "softmax_dtype", "mixed_precision_dtype")
 
 
-def check_model_args(args) -> None:
+def check_model_args(args, spelled: dict[str, str] | None = None) -> None:
     """`--model_args device=cpu` or `batch_size=4` (HFLM's own docstring lists both as its
     arguments) gets a TypeError from lm-eval 0.4.13's command line, which passes `--device` and
     `--batch_size` to every model as well; a `dtype` HFLM cannot read is an AttributeError from
-    `getattr(torch, dtype)` after the task index is built."""
+    `getattr(torch, dtype)` after the task index is built. `spelled`: how the caller's command
+    line spells lm-eval's options (the sweep's `--batch-size`)."""
     from lm_eval_longmem.harness.run_arguments import arguments_dict
 
     model_args = arguments_dict(getattr(args, "model_args", None))
     for key, option in OWN_OPTIONS_IN_MODEL_ARGS.items():
+        option = (spelled or {}).get(key, option)
         if key not in model_args or (key == "max_batch_size" and getattr(args, "max_batch_size", None) is None):
             continue
         raise UsageError(

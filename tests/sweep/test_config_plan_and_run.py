@@ -301,8 +301,21 @@ except ex.SweepInterrupted as stop:
     [
         (["--tasks", "forgetting_curve", "--methods", "clex:max_factr=4"], "max_factr"),
         (["--tasks", "longmem_pasky", "--methods", "vanilla"], "Unknown task 'longmem_pasky'"),
+        (["--tasks", "forgetting_curve", "--models", "/no/such/model"], "No such file or directory: '/no/such/model'"),
+        (["--tasks", "forgetting_curve", "--model-args", "device=cpu"], "give it as --device cpu"),
+        (["--tasks", "forgetting_curve", "--model-args", "batch_size=4"], "give it as --batch-size 4"),
+        (["--tasks", "forgetting_curve", "--model-args", "dtype=float8"], "is not a torch dtype"),
+        (["--tasks", "forgetting_curve", "--device", "tpu"], "'tpu' is not a device"),
     ],
-    ids=["misspelled-method-argument", "misspelled-task"],
+    ids=[
+        "misspelled-method-argument",
+        "misspelled-task",
+        "missing-model",
+        "device-twice",
+        "batch-size-twice",
+        "dtype",
+        "unknown-device",
+    ],
 )
 def test_the_dry_run_refuses_what_the_runs_would(argv, expected, capsys):
     assert sweep_cli.main([*argv, "--dry-run"]) == 2
