@@ -29,6 +29,7 @@ def refused(capsys, tmp_path, *expected, args=(), **raw) -> str:
     error = capsys.readouterr().err
     assert code == 2, error
     assert error.startswith("lm-eval-longmem study: error:") and "Traceback" not in error
+    assert "LM_EVAL_LONGMEM_DEBUG" not in error  # exit 2: argparse's one line, no debugging hint
     for text in expected:
         assert text in error, error
     assert not (tmp_path / "out").exists()  # nothing ran

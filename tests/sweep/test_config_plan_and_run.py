@@ -322,3 +322,13 @@ def test_the_dry_run_refuses_what_the_runs_would(argv, expected, capsys):
     err = capsys.readouterr().err
     assert err.startswith("lm-eval-longmem sweep: error: ") and expected in err
     assert "Traceback (most recent call last)" not in err
+    assert "LM_EVAL_LONGMEM_DEBUG" not in err  # a wrong command line is argparse's one line, no debugging hint
+
+
+def test_a_model_this_machine_cannot_get_is_exit_1_with_the_hint(capsys, monkeypatch):
+    """Not a wrong command line: the same sweep runs where the Hub is reachable."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["--tasks", "forgetting_curve", "--models", "nobody-here/no-such-model", "--dry-run"]
+    assert sweep_cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lm-eval-longmem sweep: error: ") and "LM_EVAL_LONGMEM_DEBUG=1" in err
