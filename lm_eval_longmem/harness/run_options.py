@@ -56,17 +56,17 @@ def check_model_args(args, spelled: dict[str, str] | None = None) -> None:
     arguments) gets a TypeError from lm-eval 0.4.13's command line, which passes `--device` and
     `--batch_size` to every model as well; a `dtype` HFLM cannot read is an AttributeError from
     `getattr(torch, dtype)` after the task index is built. `spelled`: how the caller's command
-    line spells lm-eval's options (the sweep's `--batch-size`)."""
+    line spells lm-eval's options (the sweep's `--batch-size`, a study file's `evaluation.batch_size:`)."""
     from lm_eval_longmem.harness.run_arguments import arguments_dict
 
     model_args = arguments_dict(getattr(args, "model_args", None))
     for key, option in OWN_OPTIONS_IN_MODEL_ARGS.items():
-        option = (spelled or {}).get(key, option)
         if key not in model_args or (key == "max_batch_size" and getattr(args, "max_batch_size", None) is None):
             continue
+        value = _shown(model_args[key])
         raise UsageError(
-            f"argument --model_args: {key}={_shown(model_args[key])}: lm_eval passes its own {option} to the model "
-            f"too, so the model would get {key} twice; give it as {option} {_shown(model_args[key])} instead."
+            f"argument --model_args: {key}={value}: lm_eval passes {key} to the model from its own {option} as "
+            f"well, so the model would get it twice; give it as {(spelled or {}).get(key, option)} {value} instead."
         )
     if getattr(args, "model", None) in HF_MODELS:
         for key in DTYPE_ARGUMENTS:
