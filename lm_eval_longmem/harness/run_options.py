@@ -7,7 +7,8 @@ loaded), `--batch_size abc`, `0` or `auto:x`, `--gen_kwargs max_gen_toks=abc` or
 `--tasks ,`, `--metadata max_length=abc`, `--log_samples` without `--output_path`, `--model_args device=cpu` or
 `batch_size=2` (lm-eval passes its own `--device` and `--batch_size` as well: the model gets each
 twice), `--model_args dtype=float8` for a Hugging Face model; and values it runs other than as
-typed (`--limit 2.5` as 2, a negative `--num_fewshot` ignored, `--device tpu` read as no device). Each is
+typed (`--limit 2.5` as 2, a negative `--num_fewshot` ignored, as is any `--num_fewshot` for our
+tasks, which fix it at 0; `--device tpu` read as no device). Each is
 one `UsageError` here (exit status 2), naming the option, the value and the form expected.
 Values lm-eval can use are left exactly as they are: this only refuses.
 
@@ -26,11 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import UsageError
+from lm_eval_longmem.harness.run_arguments import task_names
 
 
 def check(args) -> None:
     check_limit(getattr(args, "limit", None))
     check_num_fewshot(getattr(args, "num_fewshot", None))
+    check_num_fewshot_applies(getattr(args, "num_fewshot", None), task_names(getattr(args, "tasks", None)))
     check_batch_size(getattr(args, "batch_size", None))
     check_max_batch_size(getattr(args, "max_batch_size", None))
     check_gen_kwargs(getattr(args, "gen_kwargs", None))
@@ -149,6 +152,37 @@ def check_num_fewshot(num_fewshot: int | None) -> None:
         )
 
 
+FEWSHOT_HINTS = {"longmem_trec_manyshot": "its demonstrations are --metadata trec_shots=[...]"}
+
+
+def check_num_fewshot_applies(num_fewshot: int | None, tasks: list[str]) -> None:
+    """Our tasks fix `num_fewshot: 0` (their prompts are built whole, many-shot TREC's
+    demonstrations included), and lm-eval then ignores `--num_fewshot` for them with an INFO line
+    while the results header still says `num_fewshot: N`. A run of only our tasks would ignore
+    the option entirely: a wrong command line. Beside other tasks it applies to those: a warning."""
+    if not num_fewshot:
+        return
+    from lm_eval_longmem.tasks import registry
+
+    ours, others = [], []
+    for requested in tasks:
+        members = [task for task, _ in registry.group_entries(requested)] or [requested]
+        for task in members:
+            (ours if registry.find(task) is not None else others).append(task)
+    if not ours:
+        return
+    hints = "".join(f"; for {task}, {FEWSHOT_HINTS[task]}" for task in ours if task in FEWSHOT_HINTS)
+    message = (
+        f"{num_fewshot} does not apply to {', '.join(ours)}: these tasks build their prompts whole and take no "
+        f"few-shot examples{hints}"
+    )
+    if not others:
+        raise UsageError(f"argument --num_fewshot: {message}. Leave --num_fewshot out.")
+    import logging
+
+    logging.getLogger(__name__).warning("--num_fewshot %s; it applies to %s only.", message, ", ".join(others))
+
+
 BATCH_SIZE_FORMS = "a whole number of 1 or more, 'auto', or 'auto:N' (re-detect the size N times, N above 0)"
 
 
@@ -239,8 +273,6 @@ def check_lengths_metadata(model_args: Any, metadata: Any) -> None:
 def check_tasks(tasks: Any) -> None:
     """What lm-eval reads itself from `--tasks`: task YAML files (globs too) and a folder of them.
     Names are left to lm-eval's index (cli_mistakes.py answers a misspelled one)."""
-    from lm_eval_longmem.harness.run_arguments import task_names
-
     names = task_names(tasks)
     if tasks is not None and not names:
         raise UsageError("argument --tasks: no task named: expected task names, groups or YAML files.")

@@ -55,7 +55,8 @@ LIMITS = {
     "1e19": LIMIT_FORM,
     "1e30": LIMIT_FORM,
 }
-NUM_FEWSHOT = {"0": None, "3": None, "-1": "is negative", "-100": "is negative"}
+# the cases' task is our forgetting curve, which takes no few-shot examples (lm-eval would ignore N)
+NUM_FEWSHOT = {"0": None, "3": "does not apply to", "-1": "is negative", "-100": "is negative"}
 BATCH_FORM = "is not a batch size"
 BATCH_SIZES = {
     "1": None,
