@@ -242,3 +242,13 @@ def test_a_training_length_that_is_no_length_is_a_wrong_command_line(value, tmp_
         main(["plot", str(tmp_path), "--training-length", value, "-o", str(tmp_path / "a.png")])
     err = capsys.readouterr().err
     assert ended.value.code == 2 and f"argument --training-length: '{value}' is not a training length" in err
+
+
+def test_log_and_linear_axis_together_is_a_wrong_command_line(tmp_path, capsys):
+    """argparse kept the last of the two without a word."""
+    from lm_eval_longmem.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["plot", str(tmp_path), "--log-x", "--linear-x", "-o", str(tmp_path / "a.png")])
+    assert ended.value.code == 2
+    assert "argument --linear-x: not allowed with argument --log-x" in capsys.readouterr().err
