@@ -82,6 +82,16 @@ def print_user_error(error: LongMemError, program: str = "lm_eval") -> None:
     sys.stderr.write(f"{program}: error: {error}\n(set {DEBUG_ENV}=1 to see the traceback)\n")
 
 
+def answered_exit_status(error: LongMemError, program: str) -> int:
+    """Print `error` as the exit-status rule says and return that status: a `UsageError` as
+    argparse's one line (2), any other as the line and the debugging hint (1)."""
+    if isinstance(error, UsageError):
+        sys.stderr.write(f"{program}: error: {error}\n")
+        return USAGE_EXIT_STATUS
+    print_user_error(error, program)
+    return 1
+
+
 INTERRUPTED_HINTS = {
     "lm_eval": "requests already scored are kept in the --use_cache database if you passed one: rerun the same "
     "command to resume",

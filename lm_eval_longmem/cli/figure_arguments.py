@@ -33,6 +33,7 @@ class FigureSubcommand:
         for argument in figure.arguments:
             parser.add_argument(*argument.flags, **argument.settings)
         args = parser.parse_args(argv)
+        refuse_opposite_flags(parser, figure.arguments, argv)
 
         draw, describe = import_object(figure.draw), import_object(figure.describe)
         task = self.declaration.name
@@ -46,6 +47,20 @@ class FigureSubcommand:
         return draw_figure(
             args, task, draw=lambda runs, output: draw(runs, output, args), describe=describe, reader=reader
         )
+
+
+def refuse_opposite_flags(parser: argparse.ArgumentParser, arguments, argv: list[str]) -> None:
+    """Options that write one setting (`--log-x`, `--linear-x`) given together: argparse keeps the
+    last without a word. (A mutually exclusive group would say it, but Python 3.11's argparse
+    fails formatting the usage line of these parsers with one.)"""
+    by_dest: dict[str, list[str]] = {}
+    for argument in arguments:
+        dest = argument.settings.get("dest")
+        if dest is not None:
+            by_dest.setdefault(dest, []).extend(flag for flag in argument.flags if flag in argv)
+    for given in by_dest.values():
+        if len(set(given)) > 1:
+            parser.error(f"argument {given[-1]}: not allowed with argument {given[0]}")
 
 
 def figure_parser(subcommand: str, help_line: str, default_output: str) -> argparse.ArgumentParser:

@@ -51,15 +51,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--verbose", "-v", action="store_true", help="show the training and lm_eval output")
     args = parser.parse_args(argv)
 
-    from lm_eval_longmem.errors import LongMemError, debugging, print_user_error
+    from lm_eval_longmem.errors import LongMemError, answered_exit_status, debugging
 
     try:
         return _study(args)
     except LongMemError as err:
         if debugging():
             raise
-        print_user_error(err, "lm-eval-longmem study")
-        return 2
+        return answered_exit_status(err, "lm-eval-longmem study")
 
 
 def _study(args) -> int:

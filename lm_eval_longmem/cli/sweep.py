@@ -61,15 +61,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--examples", action="store_true", help="list the shipped example sweep files and exit")
     args = parser.parse_args(argv)
 
-    from lm_eval_longmem.errors import LongMemError, debugging, print_user_error
+    from lm_eval_longmem.errors import LongMemError, answered_exit_status, debugging
 
     try:
         return _sweep(args)
     except LongMemError as err:
         if debugging():
             raise
-        print_user_error(err, "lm-eval-longmem sweep")
-        return 2
+        return answered_exit_status(err, "lm-eval-longmem sweep")
 
 
 def _sweep(args) -> int:

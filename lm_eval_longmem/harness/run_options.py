@@ -4,8 +4,11 @@ lm-eval 0.4.13's parser accepts values that fail later, deep inside it, with a t
 `--limit` of `nan`, `inf`, 0, a negative number or `1e30` (islice refuses it after the model
 loaded), `--batch_size abc`, `0` or `auto:x`, `--gen_kwargs max_gen_toks=abc` or `until=5`,
 `--tasks` naming a YAML file that is not there, does not parse or is not a task, an empty
-`--tasks ,`, `--metadata max_length=abc`, `--log_samples` without `--output_path`; and values
-it runs other than as typed (`--limit 2.5` as 2, a negative `--num_fewshot` ignored). Each is
+`--tasks ,`, `--metadata max_length=abc`, `--log_samples` without `--output_path`, `--model_args device=cpu` or
+`batch_size=2` (lm-eval passes its own `--device` and `--batch_size` as well: the model gets each
+twice), `--model_args dtype=float8` for a Hugging Face model; and values it runs other than as
+typed (`--limit 2.5` as 2, a negative `--num_fewshot` ignored, as is any `--num_fewshot` for our
+tasks, which fix it at 0; `--device tpu` read as no device). Each is
 one `UsageError` here (exit status 2), naming the option, the value and the form expected.
 Values lm-eval can use are left exactly as they are: this only refuses.
 
@@ -18,16 +21,19 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from lm_eval_longmem.errors import UsageError
+from lm_eval_longmem.harness.run_arguments import task_names
 
 
 def check(args) -> None:
     check_limit(getattr(args, "limit", None))
     check_num_fewshot(getattr(args, "num_fewshot", None))
+    check_num_fewshot_applies(getattr(args, "num_fewshot", None), task_names(getattr(args, "tasks", None)))
     check_batch_size(getattr(args, "batch_size", None))
     check_max_batch_size(getattr(args, "max_batch_size", None))
     check_gen_kwargs(getattr(args, "gen_kwargs", None))
@@ -35,6 +41,71 @@ def check(args) -> None:
     check_tasks(getattr(args, "tasks", None))
     check_samples_destination(args)
     check_include_path(getattr(args, "include_path", None))
+    check_model_args(args)
+    check_device(getattr(args, "model", None), getattr(args, "device", None))
+
+
+# `--model_args` keys that lm-eval 0.4.13 also passes to the model from its own options (evaluator.py's
+# `additional_config`), so the model's constructor gets them twice and fails with a TypeError.
+# `max_batch_size` collides only when --max_batch_size is given too (lm-eval drops its None).
+OWN_OPTIONS_IN_MODEL_ARGS = {"device": "--device", "batch_size": "--batch_size", "max_batch_size": "--max_batch_size"}
+# lm-eval's Hugging Face models (HFLM and its aliases) and ours, which read `dtype` and `--device` as HFLM does.
+HF_MODELS = ("hf", "hf-auto", "huggingface", "longmem")
+DTYPE_ARGUMENTS = ("dtype", "softmax_dtype", "mixed_precision_dtype")
+
+
+def check_model_args(args, spelled: dict[str, str] | None = None) -> None:
+    """`--model_args device=cpu` or `batch_size=4` (HFLM's own docstring lists both as its
+    arguments) gets a TypeError from lm-eval 0.4.13's command line, which passes `--device` and
+    `--batch_size` to every model as well; a `dtype` HFLM cannot read is an AttributeError from
+    `getattr(torch, dtype)` after the task index is built. `spelled`: how the caller's command
+    line spells lm-eval's options (the sweep's `--batch-size`, a study file's `evaluation.batch_size:`)."""
+    from lm_eval_longmem.harness.run_arguments import arguments_dict
+
+    model_args = arguments_dict(getattr(args, "model_args", None))
+    for key, option in OWN_OPTIONS_IN_MODEL_ARGS.items():
+        if key not in model_args or (key == "max_batch_size" and getattr(args, "max_batch_size", None) is None):
+            continue
+        value = _shown(model_args[key])
+        raise UsageError(
+            f"argument --model_args: {key}={value}: lm_eval passes {key} to the model from its own {option} as "
+            f"well, so the model would get it twice; give it as {(spelled or {}).get(key, option)} {value} instead."
+        )
+    if getattr(args, "model", None) in HF_MODELS:
+        for key in DTYPE_ARGUMENTS:
+            if key in model_args:
+                check_dtype(key, model_args[key])
+
+
+def check_dtype(key: str, value: Any) -> None:
+    """HFLM reads a dtype as `getattr(torch, value)` ("auto" aside)."""
+    text = str(value)
+    if text == "auto":
+        return
+    import torch
+
+    if not isinstance(getattr(torch, text, None), torch.dtype):
+        raise UsageError(
+            f"argument --model_args: {key}={_shown(value)} is not a torch dtype: expected auto (the checkpoint's) "
+            "or a torch dtype name such as float32, float16 or bfloat16."
+        )
+
+
+# The devices HFLM takes as typed (lm_eval/models/huggingface.py); any other value it reads as "no
+# device given" and runs on CUDA when there is one, else the CPU, saying so only at INFO level.
+DEVICE_FORMS = ("cpu", "cuda", "cuda:N", "mps", "mps:0", "npu:N", "xpu:N", "hpu:N")
+
+
+def check_device(model: str | None, device: Any) -> None:
+    if model not in HF_MODELS or device is None or str(device) == "auto":
+        return
+    text = str(device)
+    if text in ("cpu", "cuda", "mps", "mps:0") or re.fullmatch(r"(cuda|npu|xpu|hpu):\d+", text):
+        return
+    raise UsageError(
+        f"argument --device: {text!r} is not a device lm-eval's Hugging Face models use (they would ignore it and "
+        f"pick one themselves): expected {', '.join(DEVICE_FORMS)}."
+    )
 
 
 def check_include_path(include_path: Any) -> None:
@@ -79,6 +150,37 @@ def check_num_fewshot(num_fewshot: int | None) -> None:
         raise UsageError(
             f"argument --num_fewshot: {num_fewshot} is negative: expected 0 or more examples in each prompt."
         )
+
+
+FEWSHOT_HINTS = {"longmem_trec_manyshot": "its demonstrations are --metadata trec_shots=[...]"}
+
+
+def check_num_fewshot_applies(num_fewshot: int | None, tasks: list[str]) -> None:
+    """Our tasks fix `num_fewshot: 0` (their prompts are built whole, many-shot TREC's
+    demonstrations included), and lm-eval then ignores `--num_fewshot` for them with an INFO line
+    while the results header still says `num_fewshot: N`. A run of only our tasks would ignore
+    the option entirely: a wrong command line. Beside other tasks it applies to those: a warning."""
+    if not num_fewshot:
+        return
+    from lm_eval_longmem.tasks import registry
+
+    ours, others = [], []
+    for requested in tasks:
+        members = [task for task, _ in registry.group_entries(requested)] or [requested]
+        for task in members:
+            (ours if registry.find(task) is not None else others).append(task)
+    if not ours:
+        return
+    hints = "".join(f"; for {task}, {FEWSHOT_HINTS[task]}" for task in ours if task in FEWSHOT_HINTS)
+    message = (
+        f"{num_fewshot} does not apply to {', '.join(ours)}: these tasks build their prompts whole and take no "
+        f"few-shot examples{hints}"
+    )
+    if not others:
+        raise UsageError(f"argument --num_fewshot: {message}. Leave --num_fewshot out.")
+    import logging
+
+    logging.getLogger(__name__).warning("--num_fewshot %s; it applies to %s only.", message, ", ".join(others))
 
 
 BATCH_SIZE_FORMS = "a whole number of 1 or more, 'auto', or 'auto:N' (re-detect the size N times, N above 0)"
@@ -171,8 +273,6 @@ def check_lengths_metadata(model_args: Any, metadata: Any) -> None:
 def check_tasks(tasks: Any) -> None:
     """What lm-eval reads itself from `--tasks`: task YAML files (globs too) and a folder of them.
     Names are left to lm-eval's index (cli_mistakes.py answers a misspelled one)."""
-    from lm_eval_longmem.harness.run_arguments import task_names
-
     names = task_names(tasks)
     if tasks is not None and not names:
         raise UsageError("argument --tasks: no task named: expected task names, groups or YAML files.")

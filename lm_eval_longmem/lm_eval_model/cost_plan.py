@@ -53,8 +53,11 @@ class CostPlan:
             else f"{distinct[0]:,} to {distinct[-1]:,}"
         )
         tasks = f" for {', '.join(self.tasks)}" if self.tasks else ""
+        # a generation request's length counts its prompt and the tokens it may generate
+        # (max_gen_toks): a 253-token passkey prompt shows as 263, which "input" would misname
+        what = "input lengths" if self.kind == "scoring" else "prompt + max_gen_toks lengths"
         return (
-            f"longmem: {len(self.lengths):,} {self.kind} requests{tasks}; input lengths (tokens): {shown}; "
+            f"longmem: {len(self.lengths):,} {self.kind} requests{tasks}; {what} (tokens): {shown}; "
             f"{self.total_tokens:,} tokens in all"
         )
 

@@ -116,7 +116,9 @@ def _add_unit(report: ByLengthReport, run: str, unit: str, samples: list[LoggedS
                 below += 1
             else:
                 values[where].append((value, length_of[id(sample)]))
-        if bad:
+        # a metric no sample logs as a number is a summary, not a per-sample score (the passkey
+        # grid, a corpus-level metric's passthrough): left out without a note per metric and run
+        if bad and (any(values.values()) or below):
             report.non_numeric.append(NonNumeric(run, unit, metric, tuple(bad)))
         if below:
             report.below_bins[(run, unit)] = max(below, report.below_bins.get((run, unit), 0))

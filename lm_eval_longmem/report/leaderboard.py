@@ -88,6 +88,14 @@ class Leaderboard:
         return [*self.text_columns, *(c.name for c in self.columns)]
 
 
+def _why_no_numbers(results: dict) -> str:
+    why = f"no numeric results (tasks present: {_tasks_present(results)})"
+    metrics = {key.partition(",")[0] for entry in results.values() if isinstance(entry, dict) for key in entry}
+    if "bypass" in metrics:  # lm-eval's placeholder metric under --predict_only
+        why += "; a --predict_only run computes no metrics: run lm_eval again without --predict_only"
+    return why
+
+
 def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leaderboard:
     rows: dict[object, list[Row]] = {}  # per run and call settings: rows whose tasks' settings differ
     skipped = []
@@ -95,7 +103,7 @@ def build_leaderboard(runs: Iterable[RunInfo], keep_all: bool = False) -> Leader
     for run in sorted(runs, key=lambda r: r.date):  # oldest first: newer files overwrite tasks
         by_task = headlines_of(run.data["results"], run.data.get("higher_is_better"))
         if not by_task:
-            skipped.append((run.source, f"no numeric results (tasks present: {_tasks_present(run.data['results'])})"))
+            skipped.append((run.source, _why_no_numbers(run.data["results"])))
             continue
         call = call_settings(run.data)
         tasks = {task: task_settings(run.data, task) for task in by_task}

@@ -7,6 +7,7 @@ here, once, keeps the plotting code free of JSON spelunking.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,11 +73,20 @@ def find_results_file(path: str | Path) -> Path:
     return max(candidates, key=lambda p: p.stat().st_mtime)
 
 
+# lm-eval names its results `results_<date>.json` inside an --output_path folder, and
+# `<name>_<date>.json` beside an --output_path given as `<name>.json` (its date: the run's start,
+# `datetime.isoformat()` with ':' as '-').
+_RESULTS_NAME = re.compile(r"(results_.*|.*_\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(\.\d+)?)\.json")
+
+
 def results_files_under(folder: Path) -> list[Path]:
-    """Every `results_*.json` below `folder`, sorted, except those of sweep runs still running
-    (in `.sweep_partial/`: possibly half-written; they move out when their run has finished)."""
+    """Every lm-eval results file below `folder` (`results_*.json`, or `<name>_<date>.json` from
+    `--output_path <name>.json`), sorted, except those of sweep runs still running (in
+    `.sweep_partial/`: possibly half-written; they move out when their run has finished)."""
     return sorted(
-        p for p in folder.rglob("results_*.json") if p.is_file() and STAGING_DIR not in p.relative_to(folder).parts
+        p
+        for p in folder.rglob("*.json")
+        if _RESULTS_NAME.fullmatch(p.name) and p.is_file() and STAGING_DIR not in p.relative_to(folder).parts
     )
 
 

@@ -287,6 +287,7 @@ def _evaluation(value, source: str) -> Evaluation:
     model_args = _mapping(raw.get("model_args") or {}, "evaluation.model_args", source)
     if "method" in model_args or "pretrained" in model_args:
         raise StudyConfigError(f"{source}: evaluation.model_args cannot set method or pretrained (rows and base do)")
+    _check_lm_eval_reads(model_args, raw.get("device"), source)
     return Evaluation(
         device=raw.get("device"),
         batch_size=raw.get("batch_size"),
@@ -294,6 +295,27 @@ def _evaluation(value, source: str) -> Evaluation:
         model_args=model_args,
         lm_eval_args=tuple(str(a) for a in extra),
     )
+
+
+# How a study file spells the lm_eval options that may not repeat inside evaluation.model_args.
+STUDY_OPTIONS = {"device": "evaluation.device:", "batch_size": "evaluation.batch_size:"}
+
+
+def _check_lm_eval_reads(model_args: dict, device, source: str) -> None:
+    """What each evaluation's `lm_eval` refuses at start-up (harness/run_options.py), refused
+    while the study file is read: `device`/`batch_size` inside model_args, a dtype torch lacks, a
+    device lm-eval's Hugging Face model would ignore."""
+    from types import SimpleNamespace
+
+    from lm_eval_longmem.errors import UsageError
+    from lm_eval_longmem.harness import run_options
+
+    try:
+        args = SimpleNamespace(model="longmem", model_args=model_args, max_batch_size=None)
+        run_options.check_model_args(args, STUDY_OPTIONS)
+        run_options.check_device("longmem", device)
+    except UsageError as err:
+        raise StudyConfigError(f"{source}: evaluation: {err}") from None
 
 
 def _launcher(value, source: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

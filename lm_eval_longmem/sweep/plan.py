@@ -64,20 +64,39 @@ def plan_runs(config: SweepConfig) -> list[Run]:
     return runs
 
 
+# How the sweep spells the lm_eval options that may not repeat inside model_args.
+SWEEP_OPTIONS = {"device": "--device", "batch_size": "--batch-size"}
+
+
 def check_runs(runs: list[Run], config: SweepConfig) -> None:
     """What each run's `lm_eval` checks at start-up, checked once for the whole sweep (the dry run
-    too): every method's arguments, keys nobody takes included (`clex:max_factr=4`), read against
-    the model's local config, and the task names (`longmem_pasky`, with lm-eval's closest ones)."""
+    too): each model's source (`--models /no/such`, a checkpoint folder missing a file, a Hub
+    model uncached offline), the `model_args` lm_eval cannot take (`device=`, a dtype torch lacks),
+    every method's arguments, keys nobody takes included (`clex:max_factr=4`), read against the
+    model's local config, and the task names (`longmem_pasky`, with lm-eval's closest ones)."""
+    from types import SimpleNamespace
+
     from lm_eval_longmem.errors import UsageError
+    from lm_eval_longmem.harness import run_options
     from lm_eval_longmem.harness.cli_mistakes import unknown_tasks_message
     from lm_eval_longmem.harness.lm_eval_patches import install, triggered_by
-    from lm_eval_longmem.harness.preflight import check_method_arguments
+    from lm_eval_longmem.harness.preflight import check_method_arguments, check_model_source, local_config_folder
 
+    run_options.check_device(MODEL, config.device)
     seen = set()
     for run in runs:
         key = _canonical(run.model_args)
         if key not in seen:
             seen.add(key)
+            pretrained = run.model_args.get("pretrained")
+            check_model_source(pretrained)
+            folder = local_config_folder(pretrained) if pretrained is not None else None
+            if folder is not None:
+                from lm_eval_longmem.models.checkpoint.folder_contents import check_checkpoint_folder
+
+                check_checkpoint_folder(folder, separate_tokenizer=run.model_args.get("tokenizer") is not None)
+            args = SimpleNamespace(model=MODEL, model_args=run.model_args, max_batch_size=None)
+            run_options.check_model_args(args, SWEEP_OPTIONS)
             check_method_arguments(run.model_args)
     from lm_eval_longmem.tasks import registry
 

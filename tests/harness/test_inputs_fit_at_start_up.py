@@ -25,6 +25,15 @@ def test_passkey_lengths_past_the_model_are_refused(tiny_model_dir):
     check(tiny_model_dir, ["longmem_passkey"], pk_lengths="[60]")
 
 
+def test_passkey_lengths_too_short_for_the_prompt_are_refused_before_the_model_loads(tiny_model_dir):
+    """The task's own message (the prompt without filler, with that document's key), now at start-up."""
+    with pytest.raises(
+        TaskOptionError, match=r"longmem_passkey: length 10 is too short: the prompt without any filler"
+    ):
+        check(tiny_model_dir, ["longmem_passkey"], pk_lengths="[10,60]", pk_depths="[0,50]")
+    check(tiny_model_dir, ["longmem_passkey"], pk_lengths="[10]", pk_protocol="chars")  # characters of filler
+
+
 def test_the_answer_room_asked_in_gen_kwargs_counts(tiny_model_dir):
     with pytest.raises(TaskOptionError, match=r"answer needs 100, so the longest prompt is 28 tokens.*max_gen_toks"):
         check(tiny_model_dir, ["longmem_passkey"], {"max_gen_toks": 100}, pk_lengths="[60]")

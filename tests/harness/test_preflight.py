@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_longmem.common.typed_values import MalformedValueError, coerce
-from lm_eval_longmem.harness import preflight, quiet
+from lm_eval_longmem.harness import preflight, quiet, run_options
 from lm_eval_longmem.lm_eval_model.longmem import _parse_bool
 from lm_eval_longmem.models.checkpoint.folder_contents import IncompleteCheckpointError
 from lm_eval_longmem.tasks import registry
@@ -315,3 +315,29 @@ def test_a_model_argument_nobody_takes_is_refused_at_start_up(tiny_model_dir):
             }
         )
     )
+
+
+def test_num_fewshot_on_only_our_tasks_is_a_wrong_command_line():
+    """Our tasks fix num_fewshot 0; lm-eval would ignore the option with an INFO line."""
+    from lm_eval_longmem.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        run_options.check_num_fewshot_applies(2, ["longmem_passkey", "longmem_trec_manyshot"])
+    message = str(caught.value)
+    assert message.startswith("argument --num_fewshot: 2 does not apply to longmem_passkey, longmem_trec_manyshot")
+    assert "trec_shots" in message and "\n" not in message
+    with pytest.raises(UsageError, match="longmem_booksum"):
+        run_options.check_num_fewshot_applies(5, ["longmem"])  # the group's members
+
+
+def test_num_fewshot_beside_other_tasks_applies_to_those_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        run_options.check_num_fewshot_applies(3, ["forgetting_curve", "hellaswag"])
+    assert [r.getMessage() for r in caplog.records] == [
+        "--num_fewshot 3 does not apply to forgetting_curve: these tasks build their prompts whole and take no "
+        "few-shot examples; it applies to hellaswag only."
+    ]
+    caplog.clear()
+    for num_fewshot, tasks in ((0, ["forgetting_curve"]), (None, ["forgetting_curve"]), (3, ["hellaswag"])):
+        run_options.check_num_fewshot_applies(num_fewshot, tasks)
+    assert not caplog.records

@@ -55,7 +55,8 @@ LIMITS = {
     "1e19": LIMIT_FORM,
     "1e30": LIMIT_FORM,
 }
-NUM_FEWSHOT = {"0": None, "3": None, "-1": "is negative", "-100": "is negative"}
+# the cases' task is our forgetting curve, which takes no few-shot examples (lm-eval would ignore N)
+NUM_FEWSHOT = {"0": None, "3": "does not apply to", "-1": "is negative", "-100": "is negative"}
 BATCH_FORM = "is not a batch size"
 BATCH_SIZES = {
     "1": None,
@@ -140,6 +141,19 @@ TASKS = {
     ",,": "no task named",
 }
 
+TWICE = "would get"
+MODEL_ARGS = {
+    "dtype=float32": None,
+    "dtype=auto": None,
+    "max_batch_size=4": None,  # no --max_batch_size beside it: lm-eval passes none
+    "device=cpu": TWICE,
+    "batch_size=2": TWICE,
+    "dtype=float8": "is not a torch dtype",
+    "dtype=cuda": "is not a torch dtype",  # a torch attribute, not a dtype
+}
+DEVICE_FORM = "is not a device"
+DEVICES = {"cpu": None, "cuda:0": None, "tpu": DEVICE_FORM, "cpu:0": DEVICE_FORM, "gpu": DEVICE_FORM}
+
 # an extra task folder: one that is there (even empty), one that is not
 INCLUDE_PATHS = {"{dir}/empty_folder": None, "{dir}/no/such/folder": "no such file or directory"}
 
@@ -152,6 +166,8 @@ CASES = [
     *(Case("--metadata", value, refused) for value, refused in METADATA.items()),
     *(Case("--tasks", value, refused) for value, refused in TASKS.items()),
     *(Case("--include_path", value, refused) for value, refused in INCLUDE_PATHS.items()),
+    *(Case("--model_args", value, refused) for value, refused in MODEL_ARGS.items()),
+    *(Case("--device", value, refused) for value, refused in DEVICES.items()),
 ]
 
 

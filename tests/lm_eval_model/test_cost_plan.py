@@ -93,6 +93,12 @@ def test_small_runs_get_the_plan_without_timing_and_big_ones_the_estimate(monkey
     assert lines == [
         "longmem: 3 scoring requests for forgetting_curve; input lengths (tokens): 129 x2, 257 x1; 515 tokens in all."
     ]
+    generation = CostPlan("generation", (263, 263), ("longmem_passkey",))  # 253-token prompts, 10 to generate
+    announce(generation, lambda n: 1.0, "cpu", lines.append)
+    assert lines[-1] == (
+        "longmem: 2 generation requests for longmem_passkey; prompt + max_gen_toks lengths (tokens): 263 x2; "
+        "526 tokens in all."
+    )
     monkeypatch.setenv("LM_EVAL_LONGMEM_ESTIMATE_ABOVE", "0")
     lines.clear()
     assert announce(small, lambda n: n / 100, "cpu", lines.append).seconds == pytest.approx(5.15)

@@ -132,6 +132,7 @@ def test_report_bins_metrics_pools_groups_and_lists_what_it_leaves_out(tmp_path,
     assert rows[("suite", "acc,none", "32+")]["count"] == "4"
     assert "qa · score,none: 1 sample(s) whose value is not a number, left out (doc_id 6)" in text
     assert "free logs no numeric per-sample metric" in text
+    assert "bleu,none" not in text  # no sample has it as a number: a summary, not worth a note of its own
     document = json.loads(json_path.read_text())
     assert document["interval"] == {
         "method": "percentile bootstrap of the mean",

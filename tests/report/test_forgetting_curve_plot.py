@@ -231,3 +231,24 @@ def test_plot_reduced_run(tmp_path: Path) -> None:
     assert memory_summary(run) == "reduced metric: exact copy 64, no memory lengths"  # as fc_exact_copy
     output = plot_forgetting_curves([run], tmp_path / "reduced.png", log_x=False)
     assert output.read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1.5"])
+def test_a_training_length_that_is_no_length_is_a_wrong_command_line(value, tmp_path, capsys):
+    """0 and -5 were drawn as no mark at all, without a word."""
+    from lm_eval_longmem.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["plot", str(tmp_path), "--training-length", value, "-o", str(tmp_path / "a.png")])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2 and f"argument --training-length: '{value}' is not a training length" in err
+
+
+def test_log_and_linear_axis_together_is_a_wrong_command_line(tmp_path, capsys):
+    """argparse kept the last of the two without a word."""
+    from lm_eval_longmem.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["plot", str(tmp_path), "--log-x", "--linear-x", "-o", str(tmp_path / "a.png")])
+    assert ended.value.code == 2
+    assert "argument --linear-x: not allowed with argument --log-x" in capsys.readouterr().err

@@ -356,6 +356,25 @@ def test_builtin_long_tasks_beside_ours_get_a_column_per_metric_in_their_directi
     assert rows[0]["method"] == "yarn" and rows[0]["niah_single_1:8192"] == "0.500"
 
 
+def test_results_written_for_an_output_path_ending_in_json_are_found_in_their_folder(tmp_path, capsys):
+    """`lm_eval --output_path mine.json` writes `mine_<date>.json` beside it: no `results_` prefix."""
+    write(
+        tmp_path / "mine_2026-11-29T05-27-03.102190.json",
+        lm_eval_results({"longmem_passkey": passkey_metrics({128: 1.0})}),
+    )
+    write(tmp_path / "notes_2026.json", {"not": "results"})  # other JSON files are not read
+    assert main(["leaderboard", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert [row["passkey@128"] for row in table_rows(captured.out)] == ["1.000"] and captured.err == ""
+
+
+def test_a_predict_only_file_is_skipped_saying_why_it_has_no_numbers(two_methods, capsys):
+    predicted = {"longmem_passkey": {"alias": "longmem_passkey", "bypass,none": 999, "bypass_stderr,none": "N/A"}}
+    write(two_methods / "p" / "results_2026-11-23T15-00-00.json", lm_eval_results(predicted))
+    assert main(["leaderboard", str(two_methods)]) == 0
+    assert "a --predict_only run computes no metrics" in capsys.readouterr().err
+
+
 # --- bad input ------------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ def refused(capsys, tmp_path, *expected, args=(), **raw) -> str:
     error = capsys.readouterr().err
     assert code == 2, error
     assert error.startswith("lm-eval-longmem study: error:") and "Traceback" not in error
+    assert "LM_EVAL_LONGMEM_DEBUG" not in error  # exit 2: argparse's one line, no debugging hint
     for text in expected:
         assert text in error, error
     assert not (tmp_path / "out").exists()  # nothing ran
@@ -115,6 +116,20 @@ def test_a_column_whose_extra_is_missing_says_how_to_install_it_or_go_without(ca
         methods=["vanilla"],
         suite=suite,
     )
+
+
+@pytest.mark.parametrize(
+    "evaluation, expected",
+    [
+        ({"model_args": {"batch_size": 4}}, "give it as evaluation.batch_size: 4 instead"),
+        ({"model_args": {"device": "cpu"}}, "give it as evaluation.device: cpu instead"),
+        ({"model_args": {"dtype": "float8"}}, "dtype=float8 is not a torch dtype"),
+        ({"device": "tpu"}, "'tpu' is not a device"),
+    ],
+    ids=["batch-size-in-model-args", "device-in-model-args", "dtype", "device"],
+)
+def test_what_each_lm_eval_run_would_refuse_is_refused_with_the_file(capsys, tmp_path, evaluation, expected):
+    refused(capsys, tmp_path, "evaluation:", expected, methods=["vanilla"], evaluation=evaluation)
 
 
 def test_a_launcher_that_cannot_start(capsys, tmp_path):

@@ -305,11 +305,34 @@ except ex.SweepInterrupted as stop:
     [
         (["--tasks", "forgetting_curve", "--methods", "clex:max_factr=4"], "max_factr"),
         (["--tasks", "longmem_pasky", "--methods", "vanilla"], "Unknown task 'longmem_pasky'"),
+        (["--tasks", "forgetting_curve", "--models", "/no/such/model"], "No such file or directory: '/no/such/model'"),
+        (["--tasks", "forgetting_curve", "--model-args", "device=cpu"], "give it as --device cpu"),
+        (["--tasks", "forgetting_curve", "--model-args", "batch_size=4"], "give it as --batch-size 4"),
+        (["--tasks", "forgetting_curve", "--model-args", "dtype=float8"], "is not a torch dtype"),
+        (["--tasks", "forgetting_curve", "--device", "tpu"], "'tpu' is not a device"),
     ],
-    ids=["misspelled-method-argument", "misspelled-task"],
+    ids=[
+        "misspelled-method-argument",
+        "misspelled-task",
+        "missing-model",
+        "device-twice",
+        "batch-size-twice",
+        "dtype",
+        "unknown-device",
+    ],
 )
 def test_the_dry_run_refuses_what_the_runs_would(argv, expected, capsys):
     assert sweep_cli.main([*argv, "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("lm-eval-longmem sweep: error: ") and expected in err
     assert "Traceback (most recent call last)" not in err
+    assert "LM_EVAL_LONGMEM_DEBUG" not in err  # a wrong command line is argparse's one line, no debugging hint
+
+
+def test_a_model_this_machine_cannot_get_is_exit_1_with_the_hint(capsys, monkeypatch):
+    """Not a wrong command line: the same sweep runs where the Hub is reachable."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["--tasks", "forgetting_curve", "--models", "nobody-here/no-such-model", "--dry-run"]
+    assert sweep_cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("lm-eval-longmem sweep: error: ") and "LM_EVAL_LONGMEM_DEBUG=1" in err

@@ -291,6 +291,19 @@ def test_malformed_values_are_refused(item):
         load_recipe("tiny-pi", [item])
 
 
+@pytest.mark.parametrize(
+    "items", [["max_steps=2", "max_steps=3"], ["method_args.factor=2", "method_args.factor=4"], ["lr=1e-3", "lr=0.001"]]
+)
+def test_a_key_given_twice_with_different_values_is_refused(items):
+    name = items[0].partition("=")[0]
+    with pytest.raises(TrainingError, match=f"{name} is given twice on the command line"):
+        load_recipe("tiny-pi", items)
+
+
+def test_a_key_repeated_as_typed_is_one_setting():
+    assert load_recipe("tiny-pi", ["max_steps=2", "max_steps=2"]).max_steps == 2
+
+
 def test_recipe_yaml_reads_yaml_1_2_core_types():
     assert read_yaml_value("{a: 010, b: 1:30, c: yes, d: 1_000, e: ~, f: 1e3, g: true, h: 0x10}") == {
         "a": 10,

@@ -74,6 +74,7 @@ def load_recipe(name_or_path: str, overrides: list[str] = (), check_paths: bool 
     values = read_recipe_file(path, where)
     shown = {name: (in_one_line(value), where) for name, value in values.items()}
     values.setdefault("name", path.stem)
+    refuse_repeated_overrides(overrides)
     for item in overrides:
         name, text = apply_override(values, item)
         shown[name] = (in_one_line(text), COMMAND_LINE)
@@ -91,6 +92,18 @@ def read_recipe_file(path: Path, where: str) -> dict[str, Any]:
         raise TrainingError(f"{path}: a recipe is a mapping of keys to values, not {in_one_line(values)}.")
     refuse_unknown_keys(values, where)
     return values
+
+
+def refuse_repeated_overrides(overrides) -> None:
+    """`max_steps=2 max_steps=3` would silently run the last; a key given twice in one YAML value
+    is refused the same way."""
+    typed: dict[str, str] = {}
+    for item in overrides:
+        name, sep, text = item.partition("=")
+        if sep and typed.setdefault(name, text) != text:
+            raise TrainingError(
+                f"{name} is given twice on the command line ({name}={typed[name]} and {name}={text}): give it once."
+            )
 
 
 def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:

@@ -19,6 +19,22 @@ LOG_AXIS_HELP = (
     "is a roughly constant factor > 1.5 above the previous; else linear)"
 )
 
+
+def training_length(text: str) -> int:
+    """`--training-length` as argparse reads it: a length of 1 token or more (0 or -5 drew no mark)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a training length: expected a whole number of tokens, 1 or more"
+        )
+    return value
+
+
 DECLARATION = TaskDeclaration(
     name="forgetting_curve",
     summary="The forgetting curve (Liu et al.): copy vs. language-modelling accuracy against length.",
@@ -39,7 +55,8 @@ DECLARATION = TaskDeclaration(
         reader="lm_eval_longmem.report.results_files:curve_run_from",
         arguments=(
             FigureArgument(
-                ("--training-length",), {"type": int, "default": None, "help": "override the marked training length"}
+                ("--training-length",),
+                {"type": training_length, "default": None, "help": "override the marked training length (tokens)"},
             ),
             FigureArgument(
                 ("--overlay",), {"action": "store_true", "help": "all runs on one axes (default: one panel per run)"}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, prompt_sized_to_tokens
+from lm_eval_longmem.data.passkey_prompt import ANSWER_TOKENS, KEY_RANGE, assemble, prompt_sized_to_tokens
 from lm_eval_longmem.tasks.prompt_budget import max_gen_toks
 from lm_eval_longmem.tasks.task_options import (
     MAX_COUNT,
@@ -93,8 +93,33 @@ def check_lengths_fit(options: Options, context_length: int, answer_tokens: int 
 
 def check_inputs_fit(metadata: dict[str, Any], model, gen_kwargs: dict[str, Any]) -> None:
     """The start-up check's (tasks/declaration.py): `--gen_kwargs max_gen_toks` replaces the
-    answer's room the task asks for."""
-    check_lengths_fit(Options.from_metadata(metadata), model.context_length, max_gen_toks(gen_kwargs, ANSWER_TOKENS))
+    answer's room the task asks for. Lengths too short for the prompt's fixed text are refused
+    here too, before the model loads, rather than when the task builds its documents."""
+    options = Options.from_metadata(metadata)
+    check_lengths_fit(options, model.context_length, max_gen_toks(gen_kwargs, ANSWER_TOKENS))
+    if options.protocol != "tokens":
+        return
+    count = lambda text: len(model.tokenizer(text)["input_ids"])  # noqa: E731 (the task's own count)
+    widest = count(assemble("", KEY_RANGE[1], ""))  # the prompt without filler, with a key of the most digits
+    for length, depth, sample in cells(options):
+        if length < widest:  # only lengths this short can be too short for a cell's own key
+            prompt_for_tokens(length, depth, cell_key(options.seed, length, depth, sample), count)
+
+
+def cells(options: Options):
+    """(length, depth, sample) of every document, in the task's order."""
+    for length in options.lengths:
+        for depth in options.depths:
+            for sample in range(options.samples):
+                yield length, depth, sample
+
+
+def cell_key(seed: int, length: int, depth: int, sample: int) -> int:
+    """The pass key of one document: its own random stream, so adding cells moves no other key."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, length, depth, sample])
+    return int(rng.integers(KEY_RANGE[0], KEY_RANGE[1] + 1))
 
 
 def prompt_for_tokens(length: int, depth: int, key: int, count: Callable[[str], int]) -> tuple[str, int]:

@@ -13,16 +13,16 @@ from __future__ import annotations
 import logging
 
 import datasets
-import numpy as np
 from lm_eval.api.metrics import mean
 
-from lm_eval_longmem.data.passkey_prompt import KEY_RANGE, prompt_for_characters
+from lm_eval_longmem.data.passkey_prompt import prompt_for_characters
 from lm_eval_longmem.tasks.buckets import bucket_tag, round_robin, tag_width
 from lm_eval_longmem.tasks.model_view import model_view
 from lm_eval_longmem.tasks.passkey import metrics
 from lm_eval_longmem.tasks.passkey.protocol import (
     ANSWER_TOKENS,
     Options,
+    cell_key,
     check_lengths_fit,
     check_prompt_fits,
     prompt_for_tokens,
@@ -55,8 +55,7 @@ class PasskeyTask(LongMemTask):
             for depth in options.depths:
                 cell = []
                 for sample in range(options.samples):
-                    rng = np.random.default_rng([options.seed, length, depth, sample])
-                    key = int(rng.integers(KEY_RANGE[0], KEY_RANGE[1] + 1))
+                    key = cell_key(options.seed, length, depth, sample)
                     if options.protocol == "tokens":
                         prompt, tokens = prompt_for_tokens(length, depth, key, count)
                     else:
