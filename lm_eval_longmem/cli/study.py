@@ -96,8 +96,8 @@ def _study(args) -> int:
     downloads = [f"{c} ({COLUMNS[c].data})" for c in columns if COLUMNS[c].lm_eval_extra]
     if args.dry_run:
         _print_plan(plan)
-        if missing:
-            print("\n" + unavailable_message(missing))
+        if missing:  # the plan is still shown whole; the run itself refuses to start (exit 2)
+            print("\nstudy: the run itself would stop before starting (exit 2): " + unavailable_message(missing))
         return 0
     if missing:
         raise StudyConfigError(unavailable_message(missing))
