@@ -68,7 +68,7 @@ def check(tasks, **metadata):
         (
             "longmem_trec_manyshot",
             {"trec_source": "manyshot"},
-            "trec_source=manyshot is not one of cogcomp, manyshots. Did you mean manyshots?",
+            "trec_source=manyshot is not one of cogcomp, manyshots, sample. Did you mean manyshots?",
         ),
         ("longmem_trec_manyshot", {"trec_shots": "[0,10]"}, "trec_shots=[0,10] is out of range"),
         ("longmem_trec_manyshot", {"trec_questions": 0}, "trec_questions=0 is out of range"),
