@@ -177,7 +177,7 @@ FATES = {
     "lm-eval-longmem study --examples": RUNS,
     "lm-eval-longmem study tiny --dry-run": RUNS,
     "lm-eval-longmem study tiny": needs(
-        "time: 17 steps, 33 min on 2 shared cores (10 min of CPU); tests/study runs a smaller study end to end"
+        "time and disk: 17 steps, 8 min on 2 quiet cores and 13 GB; tests/study runs a smaller study end to end"
     ),
     "lm-eval-longmem study my_study.yaml --without longbench,ruler": needs("a study file of the user's own"),
     "lm-eval-longmem study my_study.yaml --tables-only": needs("a study file of the user's own"),
