@@ -15,6 +15,8 @@ import functools
 import logging
 from collections import Counter
 
+from lm_eval_longmem.common.wrap_once import wrap_once
+
 logger = logging.getLogger(__name__)
 
 RESULTS_KEY = "empty_generations"
@@ -96,11 +98,10 @@ def install(evaluator_module=None) -> bool:
     """Wrap lm-eval's `evaluate` (what `simple_evaluate` calls) with the count. Idempotent."""
     if evaluator_module is None:
         import lm_eval.evaluator as evaluator_module
-    original = evaluator_module.evaluate
-    if getattr(original, _MARKER, False):
-        return False
+    return wrap_once(evaluator_module, "evaluate", _counting_empty_answers, _MARKER)
 
-    @functools.wraps(original)
+
+def _counting_empty_answers(original):
     def evaluate(lm, *args, **kwargs):
         counter = EmptyAnswerCounter()
         had_own = "generate_until" in vars(lm)
@@ -118,6 +119,4 @@ def install(evaluator_module=None) -> bool:
             results[RESULTS_KEY] = counter.report(kwargs.get("apply_chat_template", False))
         return results
 
-    setattr(evaluate, _MARKER, True)
-    evaluator_module.evaluate = evaluate
-    return True
+    return evaluate

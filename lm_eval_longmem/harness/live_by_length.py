@@ -23,6 +23,7 @@ from collections import defaultdict
 
 from lm_eval_longmem.common.bootstrap import DEFAULT_SETTINGS, as_number, bootstrap_interval
 from lm_eval_longmem.common.length_bins import LengthBin, bin_of, power_of_two_bins
+from lm_eval_longmem.common.wrap_once import wrap_once
 from lm_eval_longmem.errors import UsageError
 
 FLOOR = 10  # fewer samples in a bin: its mean and count, no interval (by-length's floor)
@@ -176,11 +177,10 @@ def install(evaluator_module=None) -> bool:
     """Wrap lm-eval's `evaluate` so a model with `by_length_tasks` gets per-bin keys. Idempotent."""
     if evaluator_module is None:
         import lm_eval.evaluator as evaluator_module
-    original = evaluator_module.evaluate
-    if getattr(original, _MARKER, False):
-        return False
+    return wrap_once(evaluator_module, "evaluate", _adding_bins, _MARKER)
 
-    @functools.wraps(original)
+
+def _adding_bins(original):
     def evaluate(lm, task_dict, *args, **kwargs):
         setting = getattr(lm, "by_length_tasks", None)
         if setting not in ("auto", "on"):
@@ -211,6 +211,4 @@ def install(evaluator_module=None) -> bool:
                     results["results"][name].update(per_bin_entries(per_document))
         return results
 
-    setattr(evaluate, _MARKER, True)
-    evaluator_module.evaluate = evaluate
-    return True
+    return evaluate

@@ -12,11 +12,11 @@ original input length.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
 from lm_eval_longmem.common.length_bins import power_of_two_bin
+from lm_eval_longmem.common.wrap_once import wrap_once
 from lm_eval_longmem.models.runtime.overlength import CUTTING_POLICIES, is_cut, is_skipped
 
 _WRAPPED_MARKER = "__lm_eval_longmem_skips_documents__"
@@ -110,11 +110,10 @@ def install_document_skipping() -> bool:
     counted. Idempotent."""
     from lm_eval.api.task import Task
 
-    original = Task.doc_iterator
-    if getattr(original, _WRAPPED_MARKER, False):
-        return False
+    return wrap_once(Task, "doc_iterator", _skipping_and_counting, _WRAPPED_MARKER)
 
-    @functools.wraps(original)
+
+def _skipping_and_counting(original):
     def doc_iterator(self, *args, **kwargs):
         documents = original(self, *args, **kwargs)
         name = str(getattr(self, "task_name", None) or getattr(getattr(self, "config", None), "task", None) or "?")
@@ -127,6 +126,4 @@ def install_document_skipping() -> bool:
         SKIPPED_DOCUMENTS.setdefault(name, {}).update(skipped)
         return ((doc_id, doc) for doc_id, doc in documents if doc_id not in skipped)
 
-    setattr(doc_iterator, _WRAPPED_MARKER, True)
-    Task.doc_iterator = doc_iterator
-    return True
+    return doc_iterator
