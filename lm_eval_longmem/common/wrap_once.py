@@ -17,3 +17,8 @@ def wrap_once(owner, name: str, make_wrapper: Callable[[Callable], Callable], ma
     setattr(wrapper, marker, True)
     setattr(owner, name, wrapper)
     return True
+
+
+def is_wrapped(owner, name: str, marker: str) -> bool:
+    """Whether `owner.<name>` is a wrapper made by `wrap_once` with `marker`."""
+    return bool(getattr(getattr(owner, name, None), marker, False))

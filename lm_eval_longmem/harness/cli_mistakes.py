@@ -16,7 +16,7 @@ does know, a YAML path) is re-raised untouched.
 
 from __future__ import annotations
 
-import functools
+from lm_eval_longmem.common.wrap_once import wrap_once
 
 _MARKER = "__lm_eval_longmem_cli_mistakes__"
 LIST_COMMAND = "lm_eval ls tasks"
@@ -28,11 +28,12 @@ def install_option_parsing(cli_utils_module=None) -> bool:
     if cli_utils_module is None:
         import lm_eval._cli.utils as cli_utils_module
     action = getattr(cli_utils_module, "MergeDictAction", None)
-    original = None if action is None else action.__call__  # the method to wrap, not a callable() check
-    if original is None or getattr(original, _MARKER, False):
+    if action is None:
         return False
+    return wrap_once(action, "__call__", _parsing_in_one_line, _MARKER)
 
-    @functools.wraps(original)
+
+def _parsing_in_one_line(original):
     def __call__(self, parser, namespace, values, option_string=None):
         try:
             return original(self, parser, namespace, values, option_string)
@@ -42,9 +43,7 @@ def install_option_parsing(cli_utils_module=None) -> bool:
             reason = "lists or mappings nested too deeply to read" if isinstance(err, RecursionError) else err
             exit_for_usage_error(UsageError(f"argument {option_string or self.dest}: {reason}"), parser.prog)
 
-    setattr(__call__, _MARKER, True)
-    action.__call__ = __call__
-    return True
+    return __call__
 
 
 def install_task_suggestions(evaluate_config_module=None) -> bool:
@@ -52,11 +51,12 @@ def install_task_suggestions(evaluate_config_module=None) -> bool:
     if evaluate_config_module is None:
         import lm_eval.config.evaluate_config as evaluate_config_module
     config_class = evaluate_config_module.EvaluatorConfig
-    original = config_class.__dict__.get("process_tasks")
-    if original is None or getattr(original, _MARKER, False):
+    if "process_tasks" not in config_class.__dict__:  # only the class's own method, not an inherited one
         return False
+    return wrap_once(config_class, "process_tasks", _suggesting_task_names, _MARKER)
 
-    @functools.wraps(original)
+
+def _suggesting_task_names(original):
     def process_tasks(self, *args, **kwargs):
         try:
             return original(self, *args, **kwargs)
@@ -68,9 +68,7 @@ def install_task_suggestions(evaluate_config_module=None) -> bool:
 
             raise UsageError(message) from err
 
-    setattr(process_tasks, _MARKER, True)
-    config_class.process_tasks = process_tasks
-    return True
+    return process_tasks
 
 
 def requested_names(tasks) -> list[str]:

@@ -7,12 +7,12 @@ own plugin discovery.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import sys
 from pathlib import Path
 
+from lm_eval_longmem.common.wrap_once import is_wrapped, wrap_once
 from lm_eval_longmem.harness.run_arguments import MODEL_NAME
 
 logger = logging.getLogger(__name__)
@@ -74,22 +74,19 @@ def install_task_folder(manager_module=None) -> bool:
         import lm_eval.tasks.manager as manager_module
     if lm_eval_loads_entry_points(manager_module):
         return False
-    task_manager = manager_module.TaskManager
-    original_init = task_manager.__init__
-    if getattr(original_init, _WRAPPED_MARKER, False):
-        return False
+    return wrap_once(manager_module.TaskManager, "__init__", _seeing_our_tasks, _WRAPPED_MARKER)
+
+
+def _seeing_our_tasks(original_init):
     signature = inspect.signature(original_init)
 
-    @functools.wraps(original_init)
     def __init__(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         if bound.arguments.get("include_defaults", True):
             bound.arguments["include_path"] = _with_our_tasks(bound.arguments.get("include_path"))
         original_init(*bound.args, **bound.kwargs)
 
-    setattr(__init__, _WRAPPED_MARKER, True)
-    task_manager.__init__ = __init__
-    return True
+    return __init__
 
 
 def install_run_names(tracker_module=None) -> bool:
@@ -101,12 +98,10 @@ def install_run_names(tracker_module=None) -> bool:
     """
     if tracker_module is None:
         import lm_eval.loggers.evaluation_tracker as tracker_module
-    tracker = tracker_module.GeneralConfigTracker
-    original = tracker.log_experiment_args
-    if getattr(original, _WRAPPED_MARKER, False):
-        return False
+    return wrap_once(tracker_module.GeneralConfigTracker, "log_experiment_args", _naming_our_runs, _WRAPPED_MARKER)
 
-    @functools.wraps(original)
+
+def _naming_our_runs(original):
     def log_experiment_args(self, model_source, model_args, *args, **kwargs):
         original(self, model_source, model_args, *args, **kwargs)
         if model_source != MODEL_NAME:
@@ -122,9 +117,7 @@ def install_run_names(tracker_module=None) -> bool:
             return
         self.model_name = self.model_name_sanitized = name
 
-    setattr(log_experiment_args, _WRAPPED_MARKER, True)
-    tracker.log_experiment_args = log_experiment_args
-    return True
+    return log_experiment_args
 
 
 def register_all() -> None:
@@ -142,7 +135,7 @@ def is_registered() -> bool:
     from lm_eval.api.registry import model_registry
 
     manager = sys.modules.get("lm_eval.tasks.manager")
-    tasks_ok = manager is not None and getattr(manager.TaskManager.__init__, _WRAPPED_MARKER, False)
+    tasks_ok = manager is not None and is_wrapped(manager.TaskManager, "__init__", _WRAPPED_MARKER)
     tracker = sys.modules.get("lm_eval.loggers.evaluation_tracker")
-    names_ok = tracker is not None and getattr(tracker.GeneralConfigTracker.log_experiment_args, _WRAPPED_MARKER, False)
-    return MODEL_NAME in model_registry and bool(tasks_ok) and bool(names_ok)
+    names_ok = tracker is not None and is_wrapped(tracker.GeneralConfigTracker, "log_experiment_args", _WRAPPED_MARKER)
+    return MODEL_NAME in model_registry and tasks_ok and names_ok

@@ -19,7 +19,6 @@ wrapper when it is built, which is always before lm-eval wraps it, so the `lm_ev
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ import sys
 
 from lm_eval_longmem.common.atomic_files import warn_rebuilding, write_json
 from lm_eval_longmem.common.damaged_database import set_aside_if_damaged
+from lm_eval_longmem.common.wrap_once import wrap_once
 
 # A child of lm-eval's logger: the message shows where lm-eval's own "Using cache at" line would
 # (that line names the path we replace, and is dropped: _DropLmEvalCachePath), in its format and
@@ -112,18 +112,17 @@ def install() -> bool:
     """Wrap lm-eval's `CachingLM.__init__` so a longmem model gets its own database. Idempotent."""
     from lm_eval.api.model import CachingLM
 
-    original = CachingLM.__init__
-    if getattr(original, _WRAPPED_MARKER, False):
+    if not wrap_once(CachingLM, "__init__", _with_own_database, _WRAPPED_MARKER):
         return False
+    logging.getLogger("lm_eval.evaluator").addFilter(_DropLmEvalCachePath())
+    return True
 
-    @functools.wraps(original)
+
+def _with_own_database(original):
     def __init__(self, lm, cache_db, *args, **kwargs):
         original(self, lm, own_cache_path(lm, cache_db), *args, **kwargs)
 
-    setattr(__init__, _WRAPPED_MARKER, True)
-    CachingLM.__init__ = __init__
-    logging.getLogger("lm_eval.evaluator").addFilter(_DropLmEvalCachePath())
-    return True
+    return __init__
 
 
 class _DropLmEvalCachePath(logging.Filter):

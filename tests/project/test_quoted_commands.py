@@ -71,7 +71,7 @@ FATES = {
     "lm_eval --model longmem --model_args method=statedclm,max_context_length=512,chunk_size=64 --tasks "
     "forgetting_curve --metadata fc_lengths=[256,1024,2047] fc_samples=3": RUNS,
     "lm-eval-longmem sweep --tasks forgetting_curve --methods vanilla yarn:factor=2 streamingllm --metadata "
-    "fc_max_length=1024 -o out": RUNS,
+    "fc_max_length=1024 fc_points=3 fc_samples=2 -o out": RUNS,
     "lm-eval-longmem leaderboard out": RUNS,
     "lm_eval --model longmem --model_args method=streamingllm,max_context_length=1024,chunk_size=128 --tasks "
     "longmem_booksum --metadata bs_lengths=[1024,4096] bs_books=2 bs_greedy=true --gen_kwargs max_gen_toks=256 "
