@@ -2,7 +2,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ./scripts/setup.sh
 VENV="${VENV:-.venv}"
-export PATH="$VENV/bin:$PATH"
+export PATH="$(cd "$VENV" && pwd)/bin:$PATH"  # absolute: commands run from other folders find it too
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1  # demo and tests need no network
 # Idle OpenMP threads sleep instead of spinning. On a busy machine, torch's spinning threads
 # wait for descheduled peers: measured on 2 loaded cores, a forward pass of SmolLM2-135M took

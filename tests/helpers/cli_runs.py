@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.helpers import warm_commands
 
-BIN = Path(sys.executable).parent
+BIN = Path(sys.executable).absolute().parent
 
 
 def run(args, env_extra=None, check=True, fresh=False):

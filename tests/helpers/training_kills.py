@@ -20,7 +20,7 @@ from pathlib import Path
 from tests.helpers.fault_injection import kill_when
 from tests.helpers.training_helpers import tiny_overrides
 
-CLI = str(Path(sys.executable).parent / "lm-eval-longmem")
+CLI = str(Path(sys.executable).absolute().parent / "lm-eval-longmem")
 ENV = {
     **os.environ,
     "HF_HUB_OFFLINE": "1",

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 SERVER = Path(__file__).with_name("warm_command_server.py")
-BIN = Path(sys.executable).parent
+BIN = Path(sys.executable).absolute().parent
 # What a run of each script imports at its start and for a model run on the CPU, in the order a
 # fresh run meets them (lm-eval's CLI, then torch, transformers and the model code); each run
 # imports whatever is missing here itself.

@@ -19,7 +19,7 @@ from tests.helpers.tiny_models import tiny_of, token_ids
 
 ARGS = {"max_context_length": 21, "chunk_size": 6, "sink_length": 3}
 LENGTHS = (30, 36, 42, 48)  # 0 to 3 steady chunks (the first 24 tokens fill the cache; the last chunk shrinks nothing)
-PER_LAYER = 101  # forward (projections, RoPE, attention, the attention received, MLP) and its backward
+PER_LAYER = 99  # forward (projections, RoPE, attention, the attention received, MLP) and its backward
 PER_CHUNK = 58  # the merge of all layers, the bias, the loss, the new entries appended
 SCORE_READS = 2  # the totals of the one scored chunk (the span lies in the last chunk), read when it is scored
 

@@ -416,7 +416,7 @@ def test_the_page_s_offline_commands_run_as_written(page, tmp_path):
     pastes it: the block's shell variables set first), with this venv's commands on PATH."""
     environment = {
         **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PATH": f"{Path(sys.executable).absolute().parent}{os.pathsep}{os.environ['PATH']}",
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
     }
