@@ -107,12 +107,16 @@ def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
     assert float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max()) <= TOLERANCE
 
 
-def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch):
-    """Under a small score budget every recalling chunk is its own group: the same slots."""
+@pytest.mark.parametrize("chunks", [0, 1, 2, 3])
+def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch, chunks):
+    """Under a smaller score budget the recalling chunks are scored in groups (of one chunk at
+    budget 0; of about 1-4 chunks, whose middles differ, at the others): the same slots."""
     from lm_eval_longmem.models.bounded_cache import chunk_recall
 
     model = family_models["qwen3"]
-    whole = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
-    monkeypatch.setattr(chunk_recall, "SCORE_BYTES", 1)
-    grouped = nll_both_ways(model, "longcache", 24, 8, 4, 82)[0].token_nll
+    budget, chunk, sinks, length = 24, 8, 4, 82
+    whole = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
+    heads = model.config.num_attention_heads
+    monkeypatch.setattr(chunk_recall, "SCORE_BYTES", chunks * 4 * heads * chunk * length)  # the widest < length
+    grouped = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
     assert (whole == grouped).all()

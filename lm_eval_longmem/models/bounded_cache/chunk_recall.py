@@ -60,8 +60,13 @@ class RecalledSpans:
             width = windows.host_starts[recalling[stop - 1]] - windows.shape.local - sinks
             queries_g = chunk_queries[:, start:stop].reshape(H, g * c, d)
             scores = (queries_g @ middle_keys[:, :width].transpose(1, 2)).view(H, g, c, width)  # one matmul per head
-            outside = torch.arange(width, device=keys.device)[None] >= middle[start:stop, None]  # [g, m]
-            scores.masked_fill_(outside[None, :, None, :], float("-inf"))
+            # a key past a chunk's own middle is masked; only columns past the group's first middle can
+            # be (none in a group of one chunk), so only those are rewritten
+            lowest_middle = max(0, windows.host_starts[recalling[start]] - windows.shape.local - sinks)
+            if lowest_middle < width:
+                columns = torch.arange(lowest_middle, width, device=keys.device)
+                outside = columns[None] >= middle[start:stop, None]  # [g, width - lowest_middle]
+                scores[..., lowest_middle:].masked_fill_(outside[None, :, None, :], float("-inf"))
             value, index = scores.topk(min(self.top_k, width), dim=-1)  # [H, g, c, k]
             # a pick counts when it is a key of the chunk's middle, by a query of the row
             counted = torch.isfinite(value) & real[None, start:stop, :, None]
