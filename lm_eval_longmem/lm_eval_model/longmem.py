@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import re
 
 import torch
 from lm_eval.models.huggingface import HFLM
@@ -87,6 +88,14 @@ def resolve_device(device: str | None) -> str:
             torch.__version__,
         )
         return "cpu"
+    ordinal = re.fullmatch(r"cuda:(\d+)", device)
+    if ordinal and int(ordinal[1]) >= torch.cuda.device_count():
+        # torch would fail at the first tensor moved there, with "invalid device ordinal" deep in a traceback
+        count = torch.cuda.device_count()
+        raise UsageError(
+            f"argument --device: {device} is not a GPU of this machine, which has {count} "
+            f"(cuda:0{f' to cuda:{count - 1}' if count > 1 else ''}); use one of those, or CUDA_VISIBLE_DEVICES."
+        )
     return device
 
 

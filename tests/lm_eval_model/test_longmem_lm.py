@@ -33,6 +33,19 @@ def test_falls_back_to_cpu_without_cuda_and_says_so_when_cuda_was_asked_for(lm, 
     assert lm.device.type == "cpu"
 
 
+def test_a_gpu_number_past_the_machine_s_gpus_is_one_line(monkeypatch):
+    from lm_eval_longmem.errors import UsageError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cuda") == "cuda"
+    with pytest.raises(UsageError, match=r"cuda:2 is not a GPU of this machine, which has 2 \(cuda:0 to cuda:1\)"):
+        resolve_device("cuda:2")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(UsageError, match=r"which has 1 \(cuda:0\)"):
+        resolve_device("cuda:1")
+
+
 def test_unknown_method_fails_before_loading_anything():
     with pytest.raises(UnknownMethodError, match="Valid methods"):
         LongMemLM(pretrained="/nonexistent", method="nope")
