@@ -90,9 +90,17 @@ def test_retrieval_attention_equals_the_grouped_softmax_written_out(softcap, blo
     assert torch.allclose(got.double(), written_out(case, softcap), atol=1e-5)
 
 
-def test_retrieval_attention_goes_through_pieces_unchanged(monkeypatch):
+@pytest.mark.parametrize("blocks_per_piece", [None, 1, 2])
+def test_retrieval_attention_goes_through_pieces_unchanged(monkeypatch, blocks_per_piece):
+    """Pieces of one window each (None), or of runs of one or two blocks of a window's queries."""
     module = importlib.import_module("lm_eval_longmem.kernels.grouped_softmax.retrieval_attention")
-    case = random_case(windows=5)
+    case = random_case(windows=5, block=4, window=12)
     whole = retrieval_attention(**case, backend="torch")
-    monkeypatch.setattr(module, "GATHER_BUDGET_BYTES", 1)  # one window per piece
+    heads, _, k, dim = case["slot_queries"].shape
+    per_query = 2 * heads * k * 4 * dim * case["store_keys"].element_size()
+    budget = per_query * (12 if blocks_per_piece is None else 4 * blocks_per_piece)
+    for name in ("GATHER_BUDGET_BYTES", "CPU_GATHER_BUDGET_BYTES"):
+        monkeypatch.setattr(module, name, budget)
+    pieces = list(module._pieces(60, 12, 4, budget // per_query))
+    assert len(pieces) == (5 if blocks_per_piece is None else 5 * -(-3 // blocks_per_piece))
     assert torch.allclose(retrieval_attention(**case, backend="torch"), whole, atol=1e-6)

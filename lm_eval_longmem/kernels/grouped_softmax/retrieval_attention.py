@@ -71,33 +71,50 @@ def retrieval_attention(
     block_size = store_keys.shape[2]
     if length % window or window % block_size:
         raise ValueError(f"{length} queries are not whole windows of {window} in blocks of {block_size}")
-    windows = length // window
     store = torch.stack([store_keys, store_values]).flatten(1, 2)  # [2, Hkv * n, B, d]: one gather for both
-    per_window = 2 * heads * window * k * block_size * dim * store_keys.element_size()
+    per_query = 2 * heads * k * block_size * dim * store_keys.element_size()
     budget = GATHER_BUDGET_BYTES if store.is_cuda else CPU_GATHER_BUDGET_BYTES
-    step = max(1, min(windows, budget // max(per_window, 1)))
     reusable = not (torch.is_grad_enabled() and store.requires_grad)  # out= takes no part in autograd
-    buffer = store.new_empty(2 * heads * step * window * k * block_size * dim) if reusable and k else None
-    pieces = []
-    for first in range(0, windows, step):
-        rows = slice(first * window, min(windows, first + step) * window)
+    pieces, buffer = [], None
+    for queries, keys, piece_windows in _pieces(length, window, block_size, max(1, budget // max(per_query, 1))):
+        if buffer is None and reusable and k:  # the first piece is the largest
+            buffer = store.new_empty(2 * heads * (queries.stop - queries.start) * k * block_size * dim)
         pieces.append(
             _windows(
-                slot_queries[:, rows],
-                window_queries[:, rows],
-                window_keys[:, rows],
-                window_values[:, rows],
+                slot_queries[:, queries],
+                window_queries[:, queries],
+                window_keys[:, keys],
+                window_values[:, keys],
                 store,
                 store_keys.shape[1],
-                chosen[:, rows],
-                slot_valid[:, rows],
-                window,
+                chosen[:, queries],
+                slot_valid[:, queries],
+                piece_windows,
                 scaling,
                 softcap,
                 buffer,
             )
         )
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+
+
+def _pieces(length: int, window: int, block_size: int, queries_in_budget: int):
+    """(query rows, local key rows) of each piece: whole windows while one fits the budget, else
+    runs of whole blocks of one window's queries, each with the window's keys up to its last query
+    (later keys are masked anyway), so that its queries are the last of its keys as in a window."""
+    windows = length // window
+    if queries_in_budget >= window:
+        step = max(1, min(windows, queries_in_budget // window))
+        for first in range(0, windows, step):
+            last = min(windows, first + step)
+            rows = slice(first * window, last * window)
+            yield rows, rows, last - first
+        return
+    step = max(block_size, queries_in_budget // block_size * block_size)
+    for start in range(0, length, window):
+        for first in range(0, window, step):
+            stop = min(first + step, window)
+            yield slice(start + first, start + stop), slice(start, start + stop), 1
 
 
 def _use_triton(backend: str, tensors) -> bool:
@@ -115,15 +132,17 @@ def _use_triton(backend: str, tensors) -> bool:
 
 
 def _windows(
-    slot_q, window_q, window_k, window_v, store, num_blocks, chosen, slot_valid, window, scaling, softcap, buffer
+    slot_q, window_q, window_k, window_v, store, num_blocks, chosen, slot_valid, windows, scaling, softcap, buffer
 ):
+    """`windows` windows' queries (the last `queries` of each window's `keys` local keys: a whole
+    window, or a run of its blocks with the keys up to it) against their own keys and chosen blocks."""
     heads, length, k, dim = slot_q.shape
     kv_heads, block_size = window_k.shape[0], store.shape[2]
-    group, windows = heads // kv_heads, length // window
-    # window part: [Hkv, group, windows, W, d] against [Hkv, 1, windows, d, W]
-    wq = window_q.reshape(kv_heads, group, windows, window, dim)
-    wk = window_k.reshape(kv_heads, 1, windows, window, dim)
-    local = (wq @ wk.transpose(-1, -2)).reshape(heads, length, window)
+    group, queries, keys = heads // kv_heads, length // windows, window_k.shape[1] // windows
+    # window part: [Hkv, group, windows, queries, d] against [Hkv, 1, windows, d, keys]
+    wq = window_q.reshape(kv_heads, group, windows, queries, dim)
+    wk = window_k.reshape(kv_heads, 1, windows, keys, dim)
+    local = (wq @ wk.transpose(-1, -2)).reshape(heads, length, keys)
     # retrieved part: one gather of the chosen blocks' keys and values, query head h from KV head h // group
     first_rows = (torch.arange(heads, device=chosen.device) // group * num_blocks)[:, None, None]
     rows = (first_rows + chosen).flatten()
@@ -142,10 +161,10 @@ def _windows(
         scores = torch.cat(
             [scores[..., : k * block_size].masked_fill(closed, float("-inf")), scores[..., k * block_size :]], -1
         )
-    weights = grouped_softmax(scores.view(heads, windows, window, -1), block_size).view(heads, length, -1)
+    weights = grouped_softmax(scores.view(heads, windows, queries, -1), block_size).view(heads, length, -1)
     weights = weights.to(slot_q.dtype)
-    wv = window_v.reshape(kv_heads, 1, windows, window, dim)
-    local_w = weights[..., k * block_size :].reshape(kv_heads, group, windows, window, window)
+    wv = window_v.reshape(kv_heads, 1, windows, keys, dim)
+    local_w = weights[..., k * block_size :].reshape(kv_heads, group, windows, queries, keys)
     out = (local_w @ wv).reshape(heads, length, dim)
     # [H, N, 1, kB] @ [H, N, kB, d]
     return out + (weights[..., None, : k * block_size] @ block_v.flatten(2, 3)).squeeze(-2)
