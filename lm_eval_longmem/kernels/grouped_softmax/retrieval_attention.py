@@ -18,8 +18,8 @@ Arguments (H query heads reading Hkv key-value heads, query head h reads h // (H
 
 Scores are ``soft_cap(q.k * scaling)`` computed in the inputs' dtype and turned to float32 before
 the softmax, as the window-by-window sequence does. This path gathers the chosen blocks, so it
-goes through the windows in pieces whose gather fits `GATHER_BUDGET_BYTES`; the Triton kernel
-reads the blocks where they lie.
+goes through the windows in pieces whose gather fits `GATHER_BUDGET_BYTES` (whole windows, or runs
+of a window's blocks where one window does not fit); the Triton kernel reads the blocks where they lie.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def retrieval_attention(
 
 
 def _pieces(length: int, window: int, block_size: int, queries_in_budget: int):
-    """(query rows, local key rows) of each piece: whole windows while one fits the budget, else
+    """(query rows, local key rows, windows) of each piece: whole windows while one fits the budget, else
     runs of whole blocks of one window's queries, each with the window's keys up to its last query
     (later keys are masked anyway), so that its queries are the last of its keys as in a window."""
     windows = length // window
