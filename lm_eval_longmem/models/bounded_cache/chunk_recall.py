@@ -47,7 +47,7 @@ class RecalledSpans:
         H, _, d = queries.shape
         sinks = windows.shape.sinks
         middle = windows.middle_length[first:]  # [n'] tokens of each recalling chunk's middle
-        widest = windows.host_starts[-1] - windows.shape.local - sinks
+        widest = windows.host_middle_lengths[-1]
         chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)[:, first:].float()  # [H, n', c, d]
         middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
         real = windows.real_query[first:]
@@ -57,12 +57,12 @@ class RecalledSpans:
             stop = min(start + group, len(recalling))
             g = stop - start
             # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
-            width = windows.host_starts[recalling[stop - 1]] - windows.shape.local - sinks
+            width = windows.host_middle_lengths[recalling[stop - 1]]
             queries_g = chunk_queries[:, start:stop].reshape(H, g * c, d)
             scores = (queries_g @ middle_keys[:, :width].transpose(1, 2)).view(H, g, c, width)  # one matmul per head
             # a key past a chunk's own middle is masked; only columns past the group's first middle can
             # be (none in a group of one chunk), so only those are rewritten
-            lowest_middle = max(0, windows.host_starts[recalling[start]] - windows.shape.local - sinks)
+            lowest_middle = windows.host_middle_lengths[recalling[start]]
             if lowest_middle < width:
                 columns = torch.arange(lowest_middle, width, device=keys.device)
                 outside = columns[None] >= middle[start:stop, None]  # [g, width - lowest_middle]

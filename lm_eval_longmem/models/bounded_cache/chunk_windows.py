@@ -67,6 +67,8 @@ class ChunkWindows:
         self.middle_length = self.band_start - shape.sinks  # [n]: tokens between the sinks and the band
         # chunk starts on the host: which chunks recall (more than the budget stored before them)
         self.host_starts = [j * c for j in range(self.num_chunks)]
+        # `middle_length` known on the host, for shapes (no read from the device)
+        self.host_middle_lengths = [max(0, s - local - shape.sinks) for s in self.host_starts]
 
     def direct_slots(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(tokens, valid) [n, slots]: before the cache fills, the middle tokens themselves, in order."""
