@@ -107,16 +107,18 @@ def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
     assert float(abs(torch.from_numpy(ours.token_nll) - torch.from_numpy(reference.token_nll)).max()) <= TOLERANCE
 
 
-@pytest.mark.parametrize("chunks", [0, 1, 2, 3])
-def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch, chunks):
+@pytest.mark.parametrize(("chunks", "key_tile"), [(0, 2048), (0, 5), (1, 2048), (1, 7), (2, 2048), (3, 2048)])
+def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch, chunks, key_tile):
     """Under a smaller score budget the recalling chunks are scored in groups (of one chunk at
-    budget 0; of about 1-4 chunks, whose middles differ, at the others): the same slots."""
-    from lm_eval_longmem.models.bounded_cache import chunk_recall
+    budget 0, its keys in tiles of `key_tile` and its queries one by one; of about 1-4 chunks, whose
+    middles differ, at the others): the same slots."""
+    from lm_eval_longmem.models.bounded_cache import tiled_top_k
 
     model = family_models["qwen3"]
     budget, chunk, sinks, length = 24, 8, 4, 82
     whole = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
     heads = model.config.num_attention_heads
-    monkeypatch.setattr(chunk_recall, "SCORE_BYTES", chunks * 4 * heads * chunk * length)  # the widest < length
+    monkeypatch.setattr(tiled_top_k, "CPU_SCORE_BYTES", chunks * 4 * heads * chunk * length)  # the widest < length
+    monkeypatch.setattr(tiled_top_k, "KEY_TILE", key_tile)
     grouped = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
     assert (whole == grouped).all()

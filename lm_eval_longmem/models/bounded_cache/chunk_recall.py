@@ -20,8 +20,7 @@ import torch.nn.functional as F
 
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
 from lm_eval_longmem.models.bounded_cache.recall import recall_centres
-
-SCORE_BYTES = 256 * 2**20  # float32 recall scores held at once: chunks are scored in groups under it
+from lm_eval_longmem.models.bounded_cache.tiled_top_k import best_of, score_bytes, top_keys
 
 
 @dataclass(frozen=True)
@@ -51,23 +50,23 @@ class RecalledSpans:
         chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)[:, first:].float()  # [H, n', c, d]
         middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
         real = windows.real_query[first:]
-        group = max(1, SCORE_BYTES // (4 * H * c * widest))
+        group = max(1, score_bytes(keys.device) // (4 * H * c * widest))
         counts, best = [], []
         for start in range(0, len(recalling), group):
             stop = min(start + group, len(recalling))
             g = stop - start
             # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
             width = windows.host_middle_lengths[recalling[stop - 1]]
-            queries_g = chunk_queries[:, start:stop].reshape(H, g * c, d)
-            scores = (queries_g @ middle_keys[:, :width].transpose(1, 2)).view(H, g, c, width)  # one matmul per head
-            # a key past a chunk's own middle is masked; only columns past the group's first middle can
-            # be (none in a group of one chunk), so only those are rewritten
-            lowest_middle = windows.host_middle_lengths[recalling[start]]
-            if lowest_middle < width:
-                columns = torch.arange(lowest_middle, width, device=keys.device)
-                outside = columns[None] >= middle[start:stop, None]  # [g, width - lowest_middle]
-                scores[..., lowest_middle:].masked_fill_(outside[None, :, None, :], float("-inf"))
-            value, index = scores.topk(min(self.top_k, width), dim=-1)  # [H, g, c, k]
+            if g == 1:  # its own middle is the width: nothing to mask, and the keys may go in tiles
+                value, index = top_keys(chunk_queries[:, start], middle_keys[:, :width], self.top_k)
+                value, index = value[:, None], index[:, None]  # [H, 1, c, k]
+            else:
+                value, index = self._group_picks(
+                    chunk_queries[:, start:stop],
+                    middle_keys[:, :width],
+                    middle[start:stop],
+                    windows.host_middle_lengths[recalling[start]],
+                )
             # a pick counts when it is a key of the chunk's middle, by a query of the row
             counted = torch.isfinite(value) & real[None, start:stop, :, None]
             index, value = index.transpose(0, 1).flatten(1), value.transpose(0, 1).flatten(1)
@@ -87,3 +86,17 @@ class RecalledSpans:
             torch.cat([direct_tokens[:first], sinks + tokens]),
             torch.cat([direct_valid[:first], valid]),
         )
+
+    def _group_picks(self, queries, keys, middle, lowest_middle: int):
+        """(scores, keys) [H, g, c, k] of a group of chunks scored as one matrix (it fits the budget):
+        queries [H, g, c, d] against keys [H, width, d], the width of the group's last middle."""
+        H, g, c, d = queries.shape
+        width = keys.shape[1]
+        scores = (queries.reshape(H, g * c, d) @ keys.transpose(1, 2)).view(H, g, c, width)  # one matmul per head
+        # a key past a chunk's own middle (`middle` [g]) is masked; only columns past the group's first
+        # middle can be, so only those are rewritten
+        if lowest_middle < width:
+            columns = torch.arange(lowest_middle, width, device=keys.device)
+            outside = columns[None] >= middle[:, None]  # [g, width - lowest_middle]
+            scores[..., lowest_middle:].masked_fill_(outside[None, :, None, :], float("-inf"))
+        return best_of(scores, min(self.top_k, width))

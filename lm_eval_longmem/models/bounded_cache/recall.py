@@ -16,25 +16,19 @@ from __future__ import annotations
 
 import torch
 
-SCORE_BYTES = 64 * 2**20  # float32 scores held at once (queries are scored in blocks)
+from lm_eval_longmem.models.bounded_cache.tiled_top_k import top_keys
 
 
 def pick_counts(queries: torch.Tensor, middle_keys: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(counts, best) [m]: how many (query, head) pairs picked each middle key among their `top_k`
     best by q.k (pre-RoPE), and the best score of those picks (-inf where none)."""
-    heads, c, _ = queries.shape
+    heads = queries.shape[0]
     kv_heads, m, _ = middle_keys.shape
-    keys = middle_keys.float().repeat_interleave(heads // kv_heads, dim=0)  # [H, m, d]
-    k = min(top_k, m)
-    block = max(1, SCORE_BYTES // (4 * heads * m))
+    value, index = top_keys(queries, middle_keys.repeat_interleave(heads // kv_heads, dim=0), top_k)
     counts = torch.zeros(m, dtype=torch.long, device=queries.device)
+    counts.index_add_(0, index.flatten(), torch.ones_like(index.flatten()))
     best = torch.full((m,), float("-inf"), dtype=torch.float32, device=queries.device)
-    for start in range(0, c, block):
-        scores = queries[:, start : start + block].float() @ keys.transpose(1, 2)  # [H, b, m]
-        value, index = scores.topk(k, dim=-1)
-        counts.index_add_(0, index.flatten(), torch.ones_like(index.flatten()))
-        best.scatter_reduce_(0, index.flatten(), value.flatten(), reduce="amax")
-    return counts, best
+    return counts, best.scatter_reduce_(0, index.flatten(), value.flatten(), reduce="amax")
 
 
 def recall_centres(counts: torch.Tensor, best: torch.Tensor, top_k_prime: int) -> torch.Tensor:
