@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -85,12 +86,21 @@ def test_each_range_is_enforced_at_its_ends(field):
             "lora_targets=[] on the command line is empty: expected a list of texts that is not empty.",
         ),
         ("max_steps=0", "max_steps=0 on the command line is out of range: expected an integer >= 1."),
+        # an unset shell variable (`output_dir=$OUT`) must not train into, or resume, runs/<name>
+        ("output_dir=", "output_dir= on the command line is empty: expected a text that is not empty or blank."),
+        ("output_dir= ", "output_dir=' ' on the command line is empty: expected a text that is not empty or blank."),
+        ("name=\t", "name='\\t' on the command line is empty: expected a text that is not empty or blank."),
     ],
 )
 def test_messages_name_key_value_origin_and_range(override, message):
     with pytest.raises(TrainingError) as err:
         load_recipe("tiny-pi", [override])
     assert str(err.value) == message
+
+
+def test_output_dir_left_out_is_the_runs_folder_of_the_recipe():
+    assert load_recipe("tiny-pi").output_dir == str(Path("runs") / "tiny-pi")
+    assert load_recipe("tiny-pi", ["name=mine"]).output_dir == str(Path("runs") / "mine")
 
 
 def test_values_from_a_recipe_file_say_so_and_all_problems_are_listed(tmp_path):

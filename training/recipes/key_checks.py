@@ -41,10 +41,11 @@ class Range:
 
 @dataclass(frozen=True)
 class NotEmpty:
-    """A text or a list with at least one character or item."""
+    """A text with a character other than white space, or a list with at least one item (a name, a
+    folder or a split of blanks is a mistake: an unset shell variable, or a stray quote)."""
 
     def allows(self, value: Any) -> bool:
-        return len(value) > 0
+        return bool(value.strip()) if isinstance(value, str) else len(value) > 0
 
     def __str__(self) -> str:
         return "not empty"

@@ -134,9 +134,9 @@ def apply_override(values: dict[str, Any], item: str) -> tuple[str, str]:
 
 def in_one_line(value: Any) -> str:
     """A value as typed, for a one-line message: repr() where it holds a line break or another
-    control character."""
+    control character, or only blanks (`output_dir=' '`, which would read as nothing)."""
     text = show_value(value)
-    return text if text.isprintable() else repr(text)
+    return text if text.isprintable() and (text.strip() or not text) else repr(text)
 
 
 def read_override_yaml(item: str, text: str) -> Any:
@@ -163,7 +163,7 @@ def build_recipe(values: dict[str, Any], shown: dict[str, tuple[str, str]], chec
         name: coerce_key(name, value, *shown.get(name, (in_one_line(value), ""))) for name, value in values.items()
     }
     recipe = recipe_class()(**typed)
-    if not recipe.output_dir:
+    if "output_dir" not in values:  # given empty (`output_dir=$UNSET`) is refused, not sent to the default
         recipe.output_dir = str(Path("runs") / recipe.name)
     check_recipe(recipe, shown, check_paths)
     return recipe
@@ -266,7 +266,7 @@ def check_recipe(recipe: Recipe, shown: dict[str, tuple[str, str]] | None = None
 def what_is_wrong(check, kind: str) -> str:
     """How a value fails its key's check, for the message (`kind`: "an integer", "a text", ...)."""
     if isinstance(check, NotEmpty):
-        return f"is empty: expected {kind} that is not empty"
+        return f"is empty: expected {kind} that is not empty{' or blank' if kind == 'a text' else ''}"
     if isinstance(check, OneOf):
         return f"is not valid: expected {check}"
     return f"is out of range: expected {kind} {check}"

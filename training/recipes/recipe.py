@@ -125,7 +125,9 @@ class SharedKeys:
 class RunKeys:
     """The run folder and how the run goes: keys every approach reads, listed after the approaches' own."""
 
-    output_dir: str = key("", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run")
+    output_dir: str = key(
+        "", "run folder (checkpoints/, export/, metrics.jsonl); default runs/<name>", "run", NOT_EMPTY
+    )
     save_every: int = key(
         100,
         "steps between resumable checkpoints; the last step is always saved (0: only the last)",
