@@ -57,3 +57,36 @@ def test_a_group_member_is_checked_with_the_groups_options(tiny_model_dir, monke
 def test_a_model_whose_config_is_not_here_is_left_to_the_task():
     """A Hub id: its config is not read at start-up (the task checks when it builds)."""
     preflight.check_inputs_fit(["longmem_passkey"], {"pretrained": "someorg/somemodel", "pk_lengths": "[4096]"}, {})
+
+
+def digit_by_digit_tokenizer():
+    """A real fast tokenizer that splits numbers into digits, as Llama's and SmolLM2's do."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(["<unk>", *"0123456789"])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Digits(individual_digits=True)]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+
+
+def test_an_answer_room_shorter_than_a_key_is_refused():
+    """max_gen_toks=4 would cut a 5-digit key to 4 digits and score every such answer wrong."""
+    from lm_eval_longmem.tasks.passkey.protocol import check_answer_fits
+
+    with pytest.raises(
+        TaskOptionError, match=r"max_gen_toks=4 is shorter than a key: the longest \(50000\) is 5 tokens"
+    ):
+        check_answer_fits(digit_by_digit_tokenizer(), 4)
+    check_answer_fits(digit_by_digit_tokenizer(), 5)
+
+
+def test_the_answer_room_is_checked_at_start_up(tiny_model_dir, monkeypatch):
+    seen = []
+    monkeypatch.setattr(
+        "lm_eval_longmem.tasks.passkey.protocol.check_answer_fits", lambda tokenizer, room: seen.append(room)
+    )
+    check(tiny_model_dir, ["longmem_passkey"], {"max_gen_toks": 7}, pk_lengths="[60]")
+    assert seen == [7]

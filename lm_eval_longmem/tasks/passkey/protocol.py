@@ -91,12 +91,26 @@ def check_lengths_fit(options: Options, context_length: int, answer_tokens: int 
         )
 
 
+def check_answer_fits(tokenizer, answer_room: int) -> None:
+    """`--gen_kwargs max_gen_toks` too short for the longest key would cut every answer that long
+    ("The pass key is 123" for 12345) and score it wrong: a run of zeros that looks like a finding."""
+    needed = len(tokenizer(f" {KEY_RANGE[1]}", add_special_tokens=False)["input_ids"])
+    if answer_room < needed:
+        raise PasskeyConfigError(
+            f"longmem_passkey: --gen_kwargs max_gen_toks={answer_room} is shorter than a key: the longest "
+            f"({KEY_RANGE[1]}) is {needed} tokens of this tokenizer, so longer keys would be cut and scored "
+            f"wrong. Give max_gen_toks={needed} or more (the task's default is {ANSWER_TOKENS})."
+        )
+
+
 def check_inputs_fit(metadata: dict[str, Any], model, gen_kwargs: dict[str, Any]) -> None:
     """The start-up check's (tasks/declaration.py): `--gen_kwargs max_gen_toks` replaces the
     answer's room the task asks for. Lengths too short for the prompt's fixed text are refused
     here too, before the model loads, rather than when the task builds its documents."""
     options = Options.from_metadata(metadata)
-    check_lengths_fit(options, model.context_length, max_gen_toks(gen_kwargs, ANSWER_TOKENS))
+    answer_room = max_gen_toks(gen_kwargs, ANSWER_TOKENS)
+    check_answer_fits(model.tokenizer, answer_room)
+    check_lengths_fit(options, model.context_length, answer_room)
     if options.protocol != "tokens":
         return
     count = lambda text: len(model.tokenizer(text)["input_ids"])  # noqa: E731 (the task's own count)
