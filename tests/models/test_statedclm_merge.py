@@ -101,3 +101,28 @@ def test_selection_takes_exactly_n_pairs_outside_the_sinks():
     assert int(chosen.sum()) == 14 and not chosen[:5].any()
     with pytest.raises(ValueError, match="only 14 pairs"):
         select_pairs(scores, 15, sink_length=5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_attention_received_is_the_softmax_weights_summed_over_heads_and_queries(dtype):
+    """eq. 18 as `attend` computes it for the merge (on the CPU from the fused kernel's log-sum-exp,
+    the window's columns only), against the weights written out: 4 query heads on 2 KV heads, a
+    window of 6 entries with counts (their + log count), a chunk of 3 under its causal mask."""
+    from lm_eval_longmem.models.bounded_cache.attention import attend, attention_probabilities, logit_bias
+
+    generator = torch.Generator().manual_seed(1)
+    W, c, d = 6, 3, 8
+    q = torch.randn(4, c, d, generator=generator).to(dtype)
+    keys = torch.randn(2, W + c, d, generator=generator).to(dtype)
+    values = torch.randn(2, W + c, d, generator=generator).to(dtype)
+    log_counts = torch.tensor([0.0, 0.0, math.log(3), 0.0, math.log(2), 0.0])
+    cos, sin = torch.ones(W + c, d, dtype=dtype), torch.zeros(W + c, d, dtype=dtype)  # no rotation
+    out, received = attend(q, keys, values, log_counts, cos, sin, d**-0.5, want_received=True)
+    weights = attention_probabilities(q.float(), keys.float(), logit_bias(log_counts, c, torch.float32), d**-0.5)
+    expected = weights.sum(dim=(0, 1))[:W]
+    tolerance = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(received, expected, rtol=tolerance, atol=tolerance)
+    assert received.shape == (W,)
+    plain, nothing = attend(q, keys, values, log_counts, cos, sin, d**-0.5, want_received=False)
+    assert nothing is None
+    torch.testing.assert_close(out, plain, rtol=tolerance, atol=tolerance)

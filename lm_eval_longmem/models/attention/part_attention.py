@@ -226,6 +226,15 @@ class SharedMask:
         self.bias = _bias(allowed, dtype, align) if _fused_kernel("sdpa", allowed.device) else None
 
 
+def cpu_attention_with_lse(q, k, v, bias, scaling):
+    """(output, log-sum-exp) of q (batch, heads, q, d) over k, v (batch, kv heads, k, d) under an
+    additive float `bias` (q, k), from PyTorch's fused CPU kernel, gradients included; None where
+    that kernel is missing or the tensors are not on the CPU."""
+    if _CPU_FLASH is None or q.device.type != "cpu":
+        return None
+    return _CPU_FLASH(q, k, v, 0.0, False, attn_mask=bias.expand(q.shape[0], q.shape[1], -1, -1), scale=scaling)
+
+
 def masked_attention_with_lse(q, k, v, mask, scaling, softcap: float | None = None):
     """(output, log-sum-exp) of q (batch, heads, q, d) over k, v (batch, kv heads, k, d) where `mask`
     (a boolean (batch, 1, q, k), or a `SharedMask`) allows, reading nothing back from the device (unlike
