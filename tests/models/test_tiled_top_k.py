@@ -11,6 +11,7 @@ import torch
 
 from lm_eval_longmem.models.bounded_cache import tiled_top_k
 from lm_eval_longmem.models.bounded_cache.tiled_top_k import top_keys
+from tests.helpers.devices import DEVICES
 
 
 def whole_matrix_top_keys(queries, keys, k):
@@ -28,12 +29,14 @@ def whole_matrix_top_keys(queries, keys, k):
         (0, 4, 3, 5),  # more picks asked than keys
     ],
 )
-def test_tiled_picks_are_the_whole_matrix_picks(monkeypatch, budget_bytes, key_tile, width, k):
+@pytest.mark.parametrize("device", DEVICES)
+def test_tiled_picks_are_the_whole_matrix_picks(monkeypatch, budget_bytes, key_tile, width, k, device):
     monkeypatch.setattr(tiled_top_k, "CPU_SCORE_BYTES", budget_bytes)
+    monkeypatch.setattr(tiled_top_k, "GPU_SCORE_BYTES", budget_bytes)
     monkeypatch.setattr(tiled_top_k, "KEY_TILE", key_tile)
     generator = torch.Generator().manual_seed(width)
-    queries = torch.randn(3, 13, 8, generator=generator)
-    keys = torch.randn(3, width, 8, generator=generator)
+    queries = torch.randn(3, 13, 8, generator=generator).to(device)
+    keys = torch.randn(3, width, 8, generator=generator).to(device)
     value, index = top_keys(queries, keys, k)
     expected_value, expected_index = whole_matrix_top_keys(queries, keys, k)
     assert value.shape == expected_value.shape == (3, 13, min(k, width))
