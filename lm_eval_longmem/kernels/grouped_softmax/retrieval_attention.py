@@ -156,11 +156,9 @@ def _windows(
     retrieved = (slot_q[:, :, :, None, :] @ block_k.transpose(-1, -2)).squeeze(-2)  # [H, N, k, B]
     scores = soft_cap(torch.cat([retrieved.flatten(2), local], dim=-1).float() * scaling, softcap)
     # an invalid slot's landmark gates its block shut: e^-inf = 0 of the block's weight
-    if k:
+    if k:  # in place: `scores` is this function's own tensor (the cat above made it)
         closed = F.pad((~slot_valid)[..., None], (block_size - 1, 0)).flatten(2)  # [H, N, kB]: landmarks
-        scores = torch.cat(
-            [scores[..., : k * block_size].masked_fill(closed, float("-inf")), scores[..., k * block_size :]], -1
-        )
+        scores[..., : k * block_size].masked_fill_(closed, float("-inf"))
     weights = grouped_softmax(scores.view(heads, windows, queries, -1), block_size).view(heads, length, -1)
     weights = weights.to(slot_q.dtype)
     wv = window_v.reshape(kv_heads, 1, windows, keys, dim)
