@@ -35,12 +35,16 @@ def count_weighted_attention(q, k, v, bias, scale: float, softcap: float | None 
 
 def attention_probabilities(q, k, bias, scale: float, softcap: float | None = None) -> torch.Tensor:
     """The weights of `count_weighted_attention`, [H, c, n] (for the attention each entry receives)."""
-    groups = q.shape[0] // k.shape[0]
-    k = k.repeat_interleave(groups, dim=0)
+    return torch.softmax(biased_scores(q, k, bias, scale, softcap), dim=-1)
+
+
+def biased_scores(q, k, bias, scale: float, softcap: float | None = None) -> torch.Tensor:
+    """cap(q.k * scale) + bias in float32, [H, c, n], for q [H, c, d] and k [Hkv, n, d] (GQA)."""
+    k = k.repeat_interleave(q.shape[0] // k.shape[0], dim=0)
     if q.dtype == torch.float32 and not softcap:
         # q.k * scale + bias as one fused op, the same float32 sums: two passes over [H, c, n] fewer
-        return torch.softmax(torch.baddbmm(bias.to(q.dtype), q, k.transpose(1, 2), alpha=scale), dim=-1)
-    return torch.softmax(soft_cap((q @ k.transpose(1, 2)).float() * scale, softcap) + bias.float(), dim=-1)
+        return torch.baddbmm(bias.to(q.dtype), q, k.transpose(1, 2), alpha=scale)
+    return soft_cap((q @ k.transpose(1, 2)).float() * scale, softcap) + bias.float()
 
 
 def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=False, softcap=None, bias=None):
@@ -63,8 +67,10 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
         return out, keys.new_zeros(0) if want_received else None
     if bias is None:
         bias = logit_bias(window_log_counts, c, queries.dtype)
-    fused = cpu_attention_with_lse(queries[None], keys[None], values[None], bias, scale) if want_received else None
-    if fused is not None and not softcap:
+    fused = None
+    if want_received and not softcap:
+        fused = cpu_attention_with_lse(queries[None], keys[None], values[None], bias, scale)
+    if fused is not None:
         with torch.no_grad():
             received = received_from_lse(queries.detach(), keys[:, :W].detach(), bias[:, :W], fused[1][0], scale)
         return fused[0][0], received
@@ -85,9 +91,4 @@ def received_from_lse(q, window_keys, window_bias, lse, scale: float) -> torch.T
     itself would write the weights of every key, the chunk's own too, and pass over them three
     times; at 16 heads this is half its time (46 ms against 94 ms a layer, chunk 512, window
     2,048, 2 CPU cores), at 4 the same."""
-    k = window_keys.repeat_interleave(q.shape[0] // window_keys.shape[0], dim=0)
-    if q.dtype == torch.float32:
-        scores = torch.baddbmm(window_bias, q, k.transpose(1, 2), alpha=scale)
-    else:
-        scores = (q @ k.transpose(1, 2)).float() * scale + window_bias.float()
-    return scores.sub_(lse[..., None]).exp_().sum(dim=(0, 1))
+    return biased_scores(q, window_keys, window_bias, scale).sub_(lse[..., None]).exp_().sum(dim=(0, 1))
