@@ -9,8 +9,8 @@
 # 5.3, so that venv resolves transformers 5.2.x). The exit status fails when any step fails.
 # KVPRESS_RUN=0 skips the second run (a quick local check; CI always runs both).
 set -euo pipefail
-# The second venv is set up in the background while .venv is: pip works on one core, so on two
-# cores the pair takes about as long as one.
+# The second venv is set up in the background while .venv is: on two cores the pair takes about
+# as long as one.
 KVPRESS_SETUP_LOG=""
 if [ "${KVPRESS_RUN:-1}" != 0 ]; then
   KVPRESS_SETUP_LOG="$(mktemp)"
