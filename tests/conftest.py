@@ -105,11 +105,40 @@ def device(request):
     return request.param
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--surface-files-only",
+        action="store_true",
+        help="collect only the files that can hold transformers_surface tests (TRANSFORMERS_SURFACE and "
+        "the files that name requires_kvpress): test.sh's kvpress tier, which imports no other test module",
+    )
+
+
+def _relative_name(path) -> str:
+    path = Path(str(path)).resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
+
+
+def _may_hold_surface_tests(path) -> bool:
+    """Read from the file's text, before it is imported: kvpress tests are marked `requires_kvpress`."""
+    return _relative_name(path) in TRANSFORMERS_SURFACE or "requires_kvpress" in Path(str(path)).read_text()
+
+
+def pytest_ignore_collect(collection_path, config):
+    name = collection_path.name
+    if config.getoption("surface_files_only") and name.startswith("test_") and name.endswith(".py"):
+        return not _may_hold_surface_tests(collection_path) or None
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests `./scripts/test.sh` runs again under the kvpress extra's transformers."""
     for item in items:
-        path = Path(str(item.path)).resolve()
-        name = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
         needs_kvpress = any(mark.kwargs.get("reason") == KVPRESS_MISSING_REASON for mark in item.iter_markers("skipif"))
-        if name in TRANSFORMERS_SURFACE or needs_kvpress:
+        if _relative_name(item.path) in TRANSFORMERS_SURFACE or needs_kvpress:
+            if not _may_hold_surface_tests(item.path):
+                raise pytest.UsageError(
+                    f"{item.nodeid} needs kvpress, but its file neither names requires_kvpress nor is in "
+                    "TRANSFORMERS_SURFACE (tests/conftest.py): the kvpress tier would not collect it"
+                )
             item.add_marker(pytest.mark.transformers_surface)

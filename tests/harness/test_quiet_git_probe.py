@@ -55,32 +55,14 @@ def test_inside_a_checkout_the_same_hash_as_lm_eval_records(tmp_path, monkeypatc
 
 
 def test_an_lm_eval_run_outside_a_checkout_prints_no_git_message(tiny_model_dir, corpus_file, tmp_path):
-    import os
+    """lm-eval probes git while it runs (never at import), in the run's working directory."""
+    from tests.helpers.cli_runs import BIN, run, small_protocol
 
-    from tests.helpers.cli_runs import BIN, small_protocol
-
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.run(
-        [
-            os.path.abspath(BIN / "lm_eval"),
-            "--model",
-            "longmem",
-            "--model_args",
-            f"pretrained={tiny_model_dir}",
-            "--tasks",
-            "forgetting_curve",
-            *small_protocol(corpus_file),
-            "--output_path",
-            "out",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    args = [BIN / "lm_eval", "--model", "longmem", "--model_args", f"pretrained={tiny_model_dir}"]
+    args += ["--tasks", "forgetting_curve", *small_protocol(corpus_file), "--output_path", "out"]
+    proc = run(args, cwd=tmp_path)
     assert "not a git repository" not in proc.stderr
+    assert list((tmp_path / "out").rglob("results_*.json"))
 
 
 def test_the_python_api_drops_the_same_known_harmless_messages():

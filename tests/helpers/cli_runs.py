@@ -17,12 +17,12 @@ from tests.helpers import warm_commands
 BIN = Path(sys.executable).absolute().parent
 
 
-def run(args, env_extra=None, check=True, fresh=False):
+def run(args, env_extra=None, check=True, fresh=False, cwd=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **(env_extra or {})}
     if not fresh and set(env_extra or ()) <= set(warm_commands.RUN_TIME_VARIABLES) and warm_commands.wanted(args):
-        proc = warm_commands.run(args, env=env, timeout=600)
+        proc = warm_commands.run(args, env=env, timeout=600, cwd=cwd)
     else:
-        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(f"{args[0]} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc

@@ -76,10 +76,13 @@ class WarmServer:
             )
         self.runs = 0
 
-    def run(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, bytes, bytes]:
+    def run(
+        self, argv: list[str], env: dict[str, str], timeout: float, cwd: str | None = None
+    ) -> tuple[int | None, bytes, bytes]:
         self.runs += 1
         out, err = (os.path.join(self.folder, f"{self.runs}.{name}") for name in ("out", "err"))
-        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "stdout": out, "stderr": err, "timeout": timeout}
+        cwd = os.path.abspath(cwd or os.getcwd())
+        request = {"argv": argv, "env": env, "cwd": cwd, "stdout": out, "stderr": err, "timeout": timeout}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
@@ -123,11 +126,11 @@ def _text(data: bytes) -> str:
     return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False)).read()
 
 
-def run(args, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """`subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)` for a
-    console script in WARM_UP, as a fork of a warm server."""
+def run(args, env: dict[str, str], timeout: float, cwd=None) -> subprocess.CompletedProcess:
+    """`subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)`
+    for a console script in WARM_UP, as a fork of a warm server."""
     args = [str(a) for a in args]
-    returncode, out, err = _server(args[0], env).run(args, env, timeout)
+    returncode, out, err = _server(args[0], env).run(args, env, timeout, cwd)
     if returncode is None:
         raise subprocess.TimeoutExpired(args, timeout, _text(out), _text(err))
     return subprocess.CompletedProcess(args, returncode, _text(out), _text(err))
