@@ -1,5 +1,5 @@
 """Every tiled Triton kernel of the package (forgetting attention's four, the grouped softmax's
-two, Landmark's retrieval attention; not the split-decoding merge, one small row per program
+two, Landmark's retrieval attention, LongCache's recall; not the split-decoding merge, one small row per program
 with no tiles to spill) compiled ahead of time for sm_80 and sm_90, with no GPU: registers,
 spill (stack) bytes and shared memory per autotune config (or per launch, for the grouped
 softmax's row kernels, whose warps grow with the row), and which GPUs each fits.
@@ -41,7 +41,8 @@ LIMIT_TARGET = {"A100 (sm_80)": 80, "H100/H200 (sm_90)": 90, "sm_86/sm_89": 80}
 ATTENTION_KERNELS = ("forward", "delta", "dq", "dkdv")  # as captured_launches names them
 GROUPED_KERNELS = ("gs_forward", "gs_backward")  # Landmark Attention's grouped softmax
 RETRIEVAL_KERNELS = ("retrieval",)  # and its retrieval attention (blocks read from the store by index)
-KERNELS = ATTENTION_KERNELS + GROUPED_KERNELS + RETRIEVAL_KERNELS
+RECALL_KERNELS = ("recall",)  # LongCache's recall: each query's best keys (kernels/top_keys)
+KERNELS = ATTENTION_KERNELS + GROUPED_KERNELS + RETRIEVAL_KERNELS + RECALL_KERNELS
 # Retrieval attention's block sizes: the study's 64 and the released weights' 51 (top_k 5, windows of 128).
 RETRIEVAL_BLOCKS = (64, 51)
 # Grouped-softmax score rows (keys, block size): the study's (512 + 6 x 64 keys: a 16x64 tile), the
@@ -95,6 +96,19 @@ class RetrievalShape:
         return f"k 5, B {self.block_size}, W 128"
 
 
+@dataclass(frozen=True)
+class RecallShape:
+    """One recall call: 512 queries (a chunk) against 2,048 keys, top_k 4; scored in float32 whatever
+    the model's dtype (the recall turns queries and keys to float32 first)."""
+
+    head_dim: int
+    dtype: str = "float32"
+
+    @property
+    def name(self) -> str:
+        return "k 4, 512 x 2048"
+
+
 @dataclass
 class Row:
     kernel: str
@@ -111,12 +125,16 @@ class Row:
     error: str = ""
 
 
-def captured_launches(shape: Shape | GroupedShape | RetrievalShape) -> list[tuple[str, object, tuple, dict]]:
+def captured_launches(
+    shape: Shape | GroupedShape | RetrievalShape | RecallShape,
+) -> list[tuple[str, object, tuple, dict]]:
     """``(name, kernel, args, kwargs)`` of every launch one forward and backward make."""
     if isinstance(shape, GroupedShape):
         return _grouped_softmax_launches(shape)
     if isinstance(shape, RetrievalShape):
         return _retrieval_launches(shape)
+    if isinstance(shape, RecallShape):
+        return _recall_launches(shape)
     return _attention_launches(shape)
 
 
@@ -210,6 +228,24 @@ def _retrieval_launches(shape: RetrievalShape) -> list[tuple[str, object, tuple,
         )
 
     return _intercepted({"retrieval": launcher.retrieval_attention_kernel}, forward)
+
+
+def _recall_launches(shape: RecallShape) -> list[tuple[str, object, tuple, dict]]:
+    import torch
+
+    from lm_eval_longmem.kernels.top_keys import triton_top_keys as launcher
+
+    heads, kv_heads, queries, keys = 4, 2, 512, 2048
+
+    def forward():
+        launcher.triton_top_keys(
+            torch.zeros(heads, queries, shape.head_dim),
+            torch.zeros(kv_heads, keys, shape.head_dim),
+            torch.full((queries,), keys),
+            4,
+        )
+
+    return _intercepted({"recall": launcher.top_keys_kernel}, forward)
 
 
 def _config_label(config, kwargs: dict) -> str:
@@ -422,6 +458,7 @@ def main(argv=None) -> int:
         for (keys, block), t in itertools.product(args.grouped_rows or GROUPED_ROWS, dtypes)
     ]
     shapes += [RetrievalShape(d, b, t) for d, b, t in itertools.product(head_dims, RETRIEVAL_BLOCKS, dtypes)]
+    shapes += [RecallShape(d) for d in head_dims]
     tasks = tasks_for(shapes, args.kernels, args.default_config_only, args.targets)
     print(f"compiling {len(tasks)} kernel/config/target combinations on {args.jobs} processes", flush=True)
     start = time.perf_counter()

@@ -17,8 +17,8 @@ pytest.importorskip("triton")
 
 def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     """The default config of the forward, delta, dq and dk/dv kernels, bf16, D 64, and the grouped
-    softmax's forward and backward on the study's row (896 keys in blocks of 64), and the retrieval
-    attention (blocks of 64 and 51), compiled for sm_90
+    softmax's forward and backward on the study's row (896 keys in blocks of 64), the retrieval
+    attention (blocks of 64 and 51) and LongCache's recall (float32), compiled for sm_90
     in a fresh process (the interpreter mode other tests set must not leak in)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(REPO)}
     rows_file = tmp_path / "rows.json"
@@ -49,9 +49,10 @@ def test_every_kernel_compiles_for_sm_90_with_its_resources(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = {row["kernel"]: row for row in json.loads(rows_file.read_text())}
-    assert set(rows) == {"forward", "delta", "dq", "dkdv", "gs_forward", "gs_backward", "retrieval"}
+    assert set(rows) == {"forward", "delta", "dq", "dkdv", "gs_forward", "gs_backward", "retrieval", "recall"}
     for row in rows.values():
         assert not row["error"] and 0 < row["registers"] <= 255 and row["shared_bytes"] > 0
+    assert rows["recall"]["stack_bytes"] == 0, rows["recall"]  # 64 x 64 on 8 warps: no spills (4 spill)
     for name in ("gs_forward", "gs_backward"):  # a 16x64 tile on 4 warps: 8 cells a thread, no spills
         assert rows[name]["stack_bytes"] == 0 and rows[name]["config"] == "fixed w4", rows[name]
         if row["estimated_shared_bytes"] is not None:  # the autotune pruner's estimate, against the compile

@@ -18,21 +18,9 @@ from lm_eval_longmem.kernels.grouped_softmax import (
     retrieval_attention,
 )
 from tests.helpers.retrieval_attention_cases import random_case, written_out
+from tests.helpers.triton_interpreter import interpreted
 
-
-def _interpreted() -> bool:
-    if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
-        return False
-    if "triton" not in sys.modules:
-        os.environ["TRITON_INTERPRET"] = "1"
-    pytest.importorskip("triton")
-    import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
-
-    return isinstance(tl.zeros, InterpretedFunction)
-
-
-INTERPRETED = _interpreted()
+INTERPRETED = interpreted()
 needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1")
 
 CASES = [

@@ -122,3 +122,21 @@ def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monke
     monkeypatch.setattr(tiled_top_k, "KEY_TILE", key_tile)
     grouped = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
     assert (whole == grouped).all()
+
+
+def test_recall_through_the_kernel_recalls_the_same(family_models, monkeypatch):
+    """The recall's picks from the Triton kernel (`kernels/top_keys`, one launch for every recalling
+    chunk of a layer; here in the interpreter, as on a GPU it runs by default) score as the
+    groups' picks do, with budgets and chunks that leave the first recalling middles short."""
+    from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
+    from tests.helpers.triton_interpreter import interpreted
+
+    if not interpreted():
+        pytest.skip("triton was imported before TRITON_INTERPRET=1")
+    model = family_models["qwen3"]
+    for budget, chunk, sinks, length in [(24, 8, 4, 82), (25, 7, 3, 61)]:
+        groups = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0]
+        with monkeypatch.context() as patched:
+            patched.setattr(RecalledSpans, "_kernel_wanted", lambda self, keys: True)
+            kernel = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0]
+        assert (kernel.token_nll == groups.token_nll).all() and kernel.num_correct == groups.num_correct

@@ -9,10 +9,17 @@ exactly the recalled tokens in order and a slot's window position is S + its ran
 picks are the chunk runner's: each chunk's queries score the middle before it (keys past it are
 masked to -inf, and picks of them, or of the padding after the row, are not counted), and the
 ranking (count, then best score, then the earlier key) runs over the same candidates.
+
+Where the picks come from: on a GPU with Triton, one kernel launch per layer for every recalling
+chunk (`kernels/top_keys`: each query's running best keys kept in registers, the scores never
+written out); elsewhere the chunks are scored in groups whose scores fit a budget, each group's
+keys in cache-sized tiles on a CPU (`tiled_top_k.py`). Both pick the same keys, the earlier of
+equal scores included.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 import torch
@@ -31,6 +38,7 @@ class RecalledSpans:
     top_k: int
     top_k_prime: int
     span_size: int
+    backend: str = "auto"  # "triton": the kernel (CUDA, or the Triton interpreter); "torch": the groups; "auto"
 
     def __call__(self, queries: torch.Tensor, keys: torch.Tensor, windows: ChunkWindows):
         """(tokens, valid) [n, top_k_prime * span_size], or None when no chunk recalls (the middle
@@ -42,22 +50,58 @@ class RecalledSpans:
         direct_tokens, direct_valid = windows.direct_slots()
         if self.top_k <= 0:  # no key is picked: the recalling chunks recall nothing
             return direct_tokens, direct_valid & (torch.arange(windows.num_chunks, device=keys.device) < first)[:, None]
-        n, c = windows.num_chunks, windows.shape.chunk
-        H, _, d = queries.shape
-        sinks = windows.shape.sinks
+        c = windows.shape.chunk
         middle = windows.middle_length[first:]  # [n'] tokens of each recalling chunk's middle
         widest = windows.host_middle_lengths[-1]
-        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).view(H, n, c, d)[:, first:].float()  # [H, n', c, d]
-        middle_keys = keys[:, sinks : sinks + widest].float().repeat_interleave(H // keys.shape[0], dim=0)
-        real = windows.real_query[first:]
-        group = max(1, score_bytes(keys.device) // (4 * H * c * widest))
-        counts, best = [], []
+        chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).unflatten(1, (-1, c))[:, first:].float()
+        middle_keys = keys[:, windows.shape.sinks : windows.shape.sinks + widest].float()  # [Hkv, widest, d]
+        if self._kernel_wanted(keys):
+            from lm_eval_longmem.kernels.top_keys.triton_top_keys import triton_top_keys
+
+            visible = middle.repeat_interleave(c)  # each query sees its chunk's middle
+            value, index = triton_top_keys(chunk_queries.flatten(1, 2), middle_keys, visible, self.top_k)
+            value, index = value.unflatten(1, (-1, c)), index.unflatten(1, (-1, c))  # [H, n', c, k]
+        else:
+            value, index = self._picks_in_groups(chunk_queries, middle_keys, middle, windows, recalling)
+        # a pick counts when it is a key of the chunk's middle, by a query of the row
+        counted = torch.isfinite(value) & windows.real_query[None, first:, :, None]
+        index, value, counted = (t.transpose(0, 1).flatten(1) for t in (index, value, counted))  # [n', H c k]
+        counts = torch.zeros(len(recalling), widest, dtype=torch.long, device=keys.device)
+        counts.scatter_add_(1, index, counted.long())
+        best = torch.full((len(recalling), widest), float("-inf"), dtype=torch.float32, device=keys.device)
+        best.scatter_reduce_(1, index, value.masked_fill(~counted, float("-inf")), "amax")
+        centres = recall_centres(counts, best, self.top_k_prime)  # [n', k']
+        offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
+        tokens = centres[:, :, None] + offsets  # [n', k', span]
+        tokens = torch.minimum(tokens.clamp(min=0), (middle - 1).clamp(min=0)[:, None, None]).flatten(1)
+        tokens = tokens.sort(dim=1).values
+        valid = torch.ones_like(tokens, dtype=torch.bool)
+        valid[:, 1:] = tokens[:, 1:] != tokens[:, :-1]
+        return (
+            torch.cat([direct_tokens[:first], windows.shape.sinks + tokens]),
+            torch.cat([direct_valid[:first], valid]),
+        )
+
+    def _kernel_wanted(self, keys: torch.Tensor) -> bool:
+        if self.backend not in ("auto", "triton", "torch"):
+            raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {self.backend!r}")
+        if self.backend == "auto":
+            return keys.is_cuda and importlib.util.find_spec("triton") is not None
+        return self.backend == "triton"
+
+    def _picks_in_groups(self, chunk_queries, middle_keys, middle, windows: ChunkWindows, recalling: list[int]):
+        """(scores, keys) [H, n', c, top_k] of every recalling chunk, scored in groups of chunks whose
+        scores fit the device's budget; slots past a middle shorter than top_k are (-inf, 0)."""
+        H, _, c, _ = chunk_queries.shape
+        middle_keys = middle_keys.repeat_interleave(H // middle_keys.shape[0], dim=0)
+        widest = middle_keys.shape[1]
+        group = max(1, score_bytes(middle_keys.device) // (4 * H * c * widest))
+        values, indices = [], []
         for start in range(0, len(recalling), group):
             stop = min(start + group, len(recalling))
-            g = stop - start
             # the group's keys: up to the middle of its last chunk (a triangle, not the whole rectangle)
             width = windows.host_middle_lengths[recalling[stop - 1]]
-            if g == 1:  # its own middle is the width: nothing to mask, and the keys may go in tiles
+            if stop - start == 1:  # its own middle is the width: nothing to mask, and the keys may go in tiles
                 value, index = top_keys(chunk_queries[:, start], middle_keys[:, :width], self.top_k)
                 value, index = value[:, None], index[:, None]  # [H, 1, c, k]
             else:
@@ -67,25 +111,10 @@ class RecalledSpans:
                     middle[start:stop],
                     windows.host_middle_lengths[recalling[start]],
                 )
-            # a pick counts when it is a key of the chunk's middle, by a query of the row
-            counted = torch.isfinite(value) & real[None, start:stop, :, None]
-            index, value = index.transpose(0, 1).flatten(1), value.transpose(0, 1).flatten(1)
-            counted = counted.transpose(0, 1).flatten(1)
-            zeros = torch.zeros(g, widest, dtype=torch.long, device=keys.device)
-            counts.append(zeros.scatter_add_(1, index, counted.long()))
-            lowest = torch.full((g, widest), float("-inf"), dtype=torch.float32, device=keys.device)
-            best.append(lowest.scatter_reduce_(1, index, value.masked_fill(~counted, float("-inf")), "amax"))
-        centres = recall_centres(torch.cat(counts), torch.cat(best), self.top_k_prime)  # [n', k']
-        offsets = torch.arange(self.span_size, device=keys.device) - self.span_size // 2
-        tokens = centres[:, :, None] + offsets  # [n', k', span]
-        tokens = torch.minimum(tokens.clamp(min=0), (middle - 1).clamp(min=0)[:, None, None]).flatten(1)
-        tokens = tokens.sort(dim=1).values
-        valid = torch.ones_like(tokens, dtype=torch.bool)
-        valid[:, 1:] = tokens[:, 1:] != tokens[:, :-1]
-        return (
-            torch.cat([direct_tokens[:first], sinks + tokens]),
-            torch.cat([direct_valid[:first], valid]),
-        )
+            missing = self.top_k - value.shape[-1]  # a middle narrower than top_k
+            values.append(F.pad(value, (0, missing), value=float("-inf")))
+            indices.append(F.pad(index, (0, missing)))
+        return torch.cat(values, dim=1), torch.cat(indices, dim=1)
 
     def _group_picks(self, queries, keys, middle, lowest_middle: int):
         """(scores, keys) [H, g, c, k] of a group of chunks scored as one matrix (it fits the budget):
