@@ -7,6 +7,7 @@ kernel test files then rerun themselves in a fresh process."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -23,3 +24,15 @@ def interpreted() -> bool:
     from triton.runtime.interpreter import InterpretedFunction
 
     return isinstance(tl.zeros, InterpretedFunction)
+
+
+def run_interpreted_in_a_fresh_process(test_file: str) -> None:
+    """Run `test_file`'s tests in a fresh pytest process with TRITON_INTERPRET=1 (for a process that
+    imported triton before it could be set); fails with that run's output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", test_file],
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -4,10 +4,6 @@ why a fresh process may be needed)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -18,7 +14,7 @@ from lm_eval_longmem.kernels.grouped_softmax import (
     retrieval_attention,
 )
 from tests.helpers.retrieval_attention_cases import random_case, written_out
-from tests.helpers.triton_interpreter import interpreted
+from tests.helpers.triton_interpreter import interpreted, run_interpreted_in_a_fresh_process
 
 INTERPRETED = interpreted()
 needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1")
@@ -53,14 +49,7 @@ def test_kernels_match_the_reference(block_size, num_queries, num_keys, dtype):
 
 @pytest.mark.skipif(INTERPRETED or torch.cuda.is_available(), reason="the tests above ran in this process")
 def test_in_a_fresh_interpreted_process():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", __file__],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_interpreted_in_a_fresh_process(__file__)
 
 
 @needs_interpreter

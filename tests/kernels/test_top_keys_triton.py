@@ -3,15 +3,11 @@ interpreter: the same keys, the earlier of equal scores included, each query see
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from lm_eval_longmem.kernels.top_keys import reference_top_keys
-from tests.helpers.triton_interpreter import interpreted
+from tests.helpers.triton_interpreter import interpreted, run_interpreted_in_a_fresh_process
 
 INTERPRETED = interpreted()
 needs_interpreter = pytest.mark.skipif(not INTERPRETED, reason="triton was imported before TRITON_INTERPRET=1")
@@ -77,11 +73,4 @@ def test_the_reference_keeps_the_earlier_of_equal_scores_and_leaves_missing_slot
 
 @pytest.mark.skipif(INTERPRETED or torch.cuda.is_available(), reason="the tests above ran in this process")
 def test_in_a_fresh_interpreted_process():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", __file__],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_interpreted_in_a_fresh_process(__file__)
