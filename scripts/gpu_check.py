@@ -183,6 +183,24 @@ PARTS = (
         json_name="landmark-paths.json",
     ),
     Part(
+        "recall-speed",
+        "LongCache's recall for one layer of the ~1B Llama (32/8 heads, D 64, budget 2048, chunk 512), the Triton "
+        "top-keys kernel against the PyTorch path: seconds, ratio, ops, peak memory, the same slots",
+        ("benchmarks/recall_top_keys.py", "--device", "cuda", "--out-json", "{out}/recall-speed.json"),
+        (
+            "benchmarks/recall_top_keys.py",
+            "--device",
+            "cuda",
+            "--lengths",
+            "4096",
+            "--out-json",
+            "{out}/recall-speed.json",
+        ),
+        120,
+        60,
+        json_name="recall-speed.json",
+    ),
+    Part(
         "train-step",
         "bf16 training steps of the fox and yarn recipe shapes with gradient checkpointing",
         (

@@ -36,7 +36,15 @@ def test_dry_run_lists_every_part_and_installs_nothing(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     listed = [line.split(" ")[0] for line in result.stdout.splitlines()]
-    assert listed == ["cuda-tests", "kernel-resources", "kernel-speed", "method-speed", "landmark-paths", "train-step"]
+    assert listed == [
+        "cuda-tests",
+        "kernel-resources",
+        "kernel-speed",
+        "method-speed",
+        "landmark-paths",
+        "recall-speed",
+        "train-step",
+    ]
     assert "benchmarks/forgetting_attention.py --head-dims 64 128 --lengths 4096 16384 65536" in result.stdout
 
 

@@ -1,0 +1,160 @@
+"""LongCache's recall for one layer of a row, through the Triton top-keys kernel against the PyTorch path.
+
+What the layer-major scorer does per layer (`models/bounded_cache/chunk_recall.RecalledSpans`): every
+recalling chunk's queries score the middle before that chunk, each query head keeps its `top_k` best
+keys, the picks are counted and the `top_k_prime` most picked become spans. With `backend="triton"`
+the scoring and ranking is one kernel launch for every chunk (`kernels/top_keys`); with
+`backend="torch"` the chunks go in groups whose float32 scores fit a budget (256 MiB on a GPU, a
+cache-sized tile on the CPU), written out and ranked by `topk`. Both must recall the same slots.
+
+Printed per T: seconds of one layer's recall (median of `--repeats` after a warm-up), the kernel's
+time as a ratio to the PyTorch path's, ops dispatched through torch (a Triton launch is not a torch
+op: the kernel path adds one launch to its count), peak memory above the inputs, and whether the
+recalled slots are the same.
+
+The kernel needs CUDA; on a CPU it runs only under TRITON_INTERPRET=1 (the interpreter: for the
+tiny smoke run), and otherwise the PyTorch path is timed alone.
+
+    python benchmarks/recall_top_keys.py --device cuda                  # the 1B benchmark's layer, 4k and 16k
+    TRITON_INTERPRET=1 python benchmarks/recall_top_keys.py --tiny      # seconds, on the CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
+
+from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
+from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows, WindowShape
+from lm_eval_longmem.models.methods.longcache import LongCacheArgs
+from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
+
+
+def kernel_runs_here(device: str) -> bool:
+    interpreted = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
+    return device.startswith("cuda") or interpreted
+
+
+def time_recall(recall: RecalledSpans, queries, keys, windows, repeats: int, device: str) -> dict:
+    slots = recall(queries, keys, windows)  # warm-up (the kernel compiles on its first call)
+    seconds = []
+    with PeakMemory(device) as memory:
+        for _ in range(repeats):
+            sync(device)
+            start = time.perf_counter()
+            recall(queries, keys, windows)
+            sync(device)
+            seconds.append(time.perf_counter() - start)
+    with DispatchCount() as count:
+        recall(queries, keys, windows)
+    return {
+        "seconds": statistics.median(seconds),
+        "peak_bytes": max(0, memory.peak),
+        "ops": count.ops,
+        "host_reads": count.host_reads,
+        "slots": slots,
+    }
+
+
+def measure(args, length: int) -> dict:
+    device = args.device
+    settings = LongCacheArgs(
+        max_context_length=args.budget, chunk_size=args.chunk, sink_length=args.sinks, span_size=args.span
+    )
+    shape = WindowShape(
+        settings.sink_length, settings.local_window, settings.chunk_size, slots=settings.recalled_tokens
+    )
+    dtype = getattr(torch, args.dtype)
+    generator = torch.Generator(device=device).manual_seed(length)
+    queries = torch.randn(args.heads, length, args.head_dim, device=device, generator=generator).to(dtype)
+    keys = torch.randn(args.kv_heads, length, args.head_dim, device=device, generator=generator).to(dtype)
+    windows = ChunkWindows(shape, length, torch.device(device), dtype)
+    paths = ("torch", "triton") if kernel_runs_here(device) else ("torch",)
+    row = {"T": length, "recalling_chunks": sum(s > args.budget for s in windows.host_starts)}
+    for backend in paths:
+        recall = RecalledSpans(
+            settings.max_context_length, settings.top_k, settings.top_k_prime, settings.span_size, backend
+        )
+        row[backend] = time_recall(recall, queries, keys, windows, args.repeats, device)
+    if "triton" in row:
+        kernel, torch_path = row["triton"], row["torch"]
+        row["time_ratio"] = kernel["seconds"] / torch_path["seconds"]
+        same = kernel["slots"] is None and torch_path["slots"] is None
+        if kernel["slots"] is not None and torch_path["slots"] is not None:
+            same = all(torch.equal(a, b) for a, b in zip(kernel["slots"], torch_path["slots"]))
+        row["same_slots"] = same
+    for backend in paths:
+        row[backend].pop("slots")
+    return row
+
+
+def print_row(row: dict) -> None:
+    for backend in ("torch", "triton"):
+        if backend in row:
+            r = row[backend]
+            launch = " + 1 kernel launch" if backend == "triton" else ""
+            print(
+                f"  T={row['T']:>6} {backend:>6}: {r['seconds'] * 1e3:9.2f} ms, {r['ops']:,} ops{launch}, "
+                f"{r['host_reads']} host reads, peak {r['peak_bytes'] / 2**20:.1f} MiB",
+                flush=True,
+            )
+    if "time_ratio" in row:
+        print(
+            f"  T={row['T']:>6} kernel / torch: {row['time_ratio']:.3f}x the time, same slots: {row['same_slots']}",
+            flush=True,
+        )
+    else:
+        print(f"  T={row['T']:>6} the kernel needs CUDA (or TRITON_INTERPRET=1): the PyTorch path alone", flush=True)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--dtype", default="bfloat16", help="the queries' and keys' dtype (the recall scores in float32)"
+    )
+    parser.add_argument("--tiny", action="store_true", help="2 heads, D 16, budget 16, chunk 8, T 64: a smoke run")
+    parser.add_argument("--lengths", type=int, nargs="+", default=None, help="T (default 4096 16384; tiny: 64)")
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--kv-heads", type=int, default=8)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--budget", type=int, default=2048, help="max_context_length (the 1B benchmark's C/2)")
+    parser.add_argument("--chunk", type=int, default=512)
+    parser.add_argument("--sinks", type=int, default=32)
+    parser.add_argument("--span", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out-json", default="")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.heads, args.kv_heads, args.head_dim = 2, 1, 16
+        args.budget, args.chunk, args.sinks, args.span, args.repeats = 16, 8, 2, 2, 1
+    args.lengths = args.lengths or ([64] if args.tiny else [4096, 16384])
+    return args
+
+
+def main(argv=None) -> list[dict]:
+    args = parse_args(argv)
+    print(
+        f"LongCache recall, one layer: {args.heads}/{args.kv_heads} heads, D {args.head_dim}, budget {args.budget}, "
+        f"chunk {args.chunk}, {args.sinks} sinks, spans of {args.span}, {args.dtype} on {args.device}",
+        flush=True,
+    )
+    rows = []
+    for length in args.lengths:
+        row = measure(args, length)
+        print_row(row)
+        rows.append(row)
+    if args.out_json:
+        with open(args.out_json, "w") as out:
+            json.dump({"settings": vars(args), "rows": rows}, out, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
