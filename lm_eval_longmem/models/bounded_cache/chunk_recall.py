@@ -86,7 +86,7 @@ class RecalledSpans:
         if self.backend not in ("auto", "triton", "torch"):
             raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {self.backend!r}")
         if self.backend == "auto":
-            return keys.is_cuda and importlib.util.find_spec("triton") is not None
+            return keys.is_cuda and _triton_has_top_k()
         return self.backend == "triton"
 
     def _picks_in_groups(self, chunk_queries, middle_keys, middle, windows: ChunkWindows, recalling: list[int]):
@@ -129,3 +129,13 @@ class RecalledSpans:
             outside = columns[None] >= middle[:, None]  # [g, width - lowest_middle]
             scores[..., lowest_middle:].masked_fill_(outside[None, :, None, :], float("-inf"))
         return best_of(scores, min(self.top_k, width))
+
+
+def _triton_has_top_k() -> bool:
+    """The kernel needs `tl.topk` and `tl.join` (Triton 3.2 and later): an older Triton beside a
+    user's torch keeps the PyTorch path instead of failing to compile."""
+    if importlib.util.find_spec("triton") is None:
+        return False
+    import triton.language as tl
+
+    return hasattr(tl, "topk") and hasattr(tl, "join")
