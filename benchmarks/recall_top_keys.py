@@ -117,7 +117,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
-        "--dtype", default="bfloat16", help="the queries' and keys' dtype (the recall scores in float32)"
+        "--dtype",
+        default="bfloat16",
+        choices=["bfloat16", "float16", "float32"],
+        help="the queries' and keys' dtype (the recall scores in float32)",
     )
     parser.add_argument("--tiny", action="store_true", help="2 heads, D 16, budget 16, chunk 8, T 64: a smoke run")
     parser.add_argument("--lengths", type=int, nargs="+", default=None, help="T (default 4096 16384; tiny: 64)")
@@ -131,6 +134,8 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out-json", default="")
     args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: this machine has no CUDA GPU (use --device cpu: the PyTorch path alone)")
     if args.tiny:
         args.heads, args.kv_heads, args.head_dim = 2, 1, 16
         args.budget, args.chunk, args.sinks, args.span, args.repeats = 16, 8, 2, 2, 1

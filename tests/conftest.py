@@ -5,6 +5,7 @@ Helpers that are not fixtures live in tests/helpers/ (import them from there, ne
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -119,9 +120,15 @@ def _relative_name(path) -> str:
     return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
 
 
+@functools.cache
+def _names_requires_kvpress(path: str) -> bool:
+    return "requires_kvpress" in Path(path).read_text()
+
+
 def _may_hold_surface_tests(path) -> bool:
-    """Read from the file's text, before it is imported: kvpress tests are marked `requires_kvpress`."""
-    return _relative_name(path) in TRANSFORMERS_SURFACE or "requires_kvpress" in Path(str(path)).read_text()
+    """Read from the file's text (once per file), before it is imported: kvpress tests are marked
+    `requires_kvpress`."""
+    return _relative_name(path) in TRANSFORMERS_SURFACE or _names_requires_kvpress(str(path))
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -61,16 +61,6 @@ def test_equal_scores_pick_the_earlier_keys(k):
     assert torch.equal(value, want_value) and torch.equal(index, want_index)
 
 
-def test_the_reference_keeps_the_earlier_of_equal_scores_and_leaves_missing_slots_empty():
-    """By hand: one query, keys scoring 1, 3, 3, 2, 3; it sees the first 4, then only 1."""
-    queries = torch.tensor([[[1.0]]])
-    keys = torch.tensor([[[1.0], [3.0], [3.0], [2.0], [3.0]]])
-    value, index = reference_top_keys(queries, keys, torch.tensor([4]), 3)
-    assert value.tolist() == [[[3.0, 3.0, 2.0]]] and index.tolist() == [[[1, 2, 3]]]
-    value, index = reference_top_keys(queries, keys, torch.tensor([1]), 3)
-    assert value[0, 0, 0] == 1.0 and torch.isinf(value[0, 0, 1:]).all() and index[0, 0, 0] == 0
-
-
 @pytest.mark.skipif(INTERPRETED or torch.cuda.is_available(), reason="the tests above ran in this process")
 def test_in_a_fresh_interpreted_process():
     run_interpreted_in_a_fresh_process(__file__)

@@ -131,30 +131,13 @@ def test_recall_through_the_kernel_recalls_the_same(family_models, monkeypatch):
     """The recall's picks from the Triton kernel (`kernels/top_keys`, one launch for every recalling
     chunk of a layer; here in the interpreter, as on a GPU it runs by default) score as the
     groups' picks do, on a budget and chunk that divide nothing (each recalling chunk's middle differs)."""
-    from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
+    from lm_eval_longmem.models.bounded_cache import chunk_recall
     from tests.helpers.triton_interpreter import interpreted
 
     if not interpreted():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")
     model, case = family_models["qwen3"], CASES["nothing divides"]
     groups = nll_both_ways(model, "longcache", *case, reference=False)[0]
-    monkeypatch.setattr(RecalledSpans, "_kernel_wanted", lambda self, keys: True)
+    monkeypatch.setattr(chunk_recall, "use_triton", lambda backend, like: True)
     kernel = nll_both_ways(model, "longcache", *case, reference=False)[0]
     assert (kernel.token_nll == groups.token_nll).all() and kernel.num_correct == groups.num_correct
-
-
-def test_the_recall_backend_is_chosen_by_device_and_triton(monkeypatch):
-    """auto: the kernel on CUDA where Triton has `tl.topk` (3.2 and later), else the PyTorch groups;
-    a misspelled backend is one message naming the valid ones."""
-    from lm_eval_longmem.models.bounded_cache import chunk_recall
-    from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
-
-    on_cpu = torch.zeros(1)
-    assert not RecalledSpans(8, 4, 2, 2)._kernel_wanted(on_cpu)
-    assert RecalledSpans(8, 4, 2, 2, backend="triton")._kernel_wanted(on_cpu)
-    assert chunk_recall._triton_has_top_k()  # the pinned triton
-    tl = pytest.importorskip("triton.language")
-    monkeypatch.delattr(tl, "topk")
-    assert not chunk_recall._triton_has_top_k()
-    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'triton', 'torch'\), got 'cuda'"):
-        RecalledSpans(8, 4, 2, 2, backend="cuda")._kernel_wanted(on_cpu)

@@ -3,8 +3,9 @@
 
 `reference.py` says what is computed, readably; `triton_top_keys.py` computes it in one launch,
 keeping each query's running best k in registers, so the [heads, queries, keys] scores never exist
-in memory (imported only when used)."""
+in memory (imported only when used); `dispatch.py` says when it runs."""
 
+from .dispatch import triton_has_top_k, use_triton
 from .reference import reference_top_keys
 
-__all__ = ["reference_top_keys"]
+__all__ = ["reference_top_keys", "triton_has_top_k", "use_triton"]

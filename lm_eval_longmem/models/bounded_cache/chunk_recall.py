@@ -19,12 +19,12 @@ equal scores included.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from lm_eval_longmem.kernels.top_keys import use_triton
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
 from lm_eval_longmem.models.bounded_cache.recall import recall_centres
 from lm_eval_longmem.models.bounded_cache.tiled_top_k import best_of, score_bytes, top_keys
@@ -55,7 +55,7 @@ class RecalledSpans:
         widest = windows.host_middle_lengths[-1]
         chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).unflatten(1, (-1, c))[:, first:].float()
         middle_keys = keys[:, windows.shape.sinks : windows.shape.sinks + widest].float()  # [Hkv, widest, d]
-        if self._kernel_wanted(keys):
+        if use_triton(self.backend, keys):
             from lm_eval_longmem.kernels.top_keys.triton_top_keys import triton_top_keys
 
             visible = middle.repeat_interleave(c)  # each query sees its chunk's middle
@@ -81,13 +81,6 @@ class RecalledSpans:
             torch.cat([direct_tokens[:first], windows.shape.sinks + tokens]),
             torch.cat([direct_valid[:first], valid]),
         )
-
-    def _kernel_wanted(self, keys: torch.Tensor) -> bool:
-        if self.backend not in ("auto", "triton", "torch"):
-            raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {self.backend!r}")
-        if self.backend == "auto":
-            return keys.is_cuda and _triton_has_top_k()
-        return self.backend == "triton"
 
     def _picks_in_groups(self, chunk_queries, middle_keys, middle, windows: ChunkWindows, recalling: list[int]):
         """(scores, keys) [H, n', c, top_k] of every recalling chunk, scored in groups of chunks whose
@@ -129,13 +122,3 @@ class RecalledSpans:
             outside = columns[None] >= middle[:, None]  # [g, width - lowest_middle]
             scores[..., lowest_middle:].masked_fill_(outside[None, :, None, :], float("-inf"))
         return best_of(scores, min(self.top_k, width))
-
-
-def _triton_has_top_k() -> bool:
-    """The kernel needs `tl.topk` and `tl.join` (Triton 3.2 and later): an older Triton beside a
-    user's torch keeps the PyTorch path instead of failing to compile."""
-    if importlib.util.find_spec("triton") is None:
-        return False
-    import triton.language as tl
-
-    return hasattr(tl, "topk") and hasattr(tl, "join")
