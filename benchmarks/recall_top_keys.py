@@ -1,21 +1,25 @@
-"""LongCache's recall for one layer of a row, through the Triton top-keys kernel against the PyTorch path.
+"""LongCache's recall for one layer of a row: the Triton top-keys kernel (GPU) and the C scan (CPU)
+against the PyTorch path.
 
 What the layer-major scorer does per layer (`models/bounded_cache/chunk_recall.RecalledSpans`): every
 recalling chunk's queries score the middle before that chunk, each query head keeps its `top_k` best
 keys, the picks are counted and the `top_k_prime` most picked become spans. With `backend="triton"`
 the scoring and ranking is one kernel launch for every chunk (`kernels/top_keys`); with
-`backend="torch"` the chunks go in groups whose float32 scores fit a budget (256 MiB on a GPU, a
-cache-sized tile on the CPU), written out and ranked by `topk`. Both must recall the same slots.
+`backend="scan"` (the CPU's default) ATen's q.k fills cache-sized tiles that a C function ranks into
+each query's running best keys; with `backend="torch"` the chunks go in groups whose float32 scores
+fit a budget (256 MiB on a GPU, a cache-sized tile on the CPU), written out and ranked by `topk`. All
+must recall the same slots.
 
-Printed per T: seconds of one layer's recall (median of `--repeats` after a warm-up), the kernel's
-time as a ratio to the PyTorch path's, ops dispatched through torch (a Triton launch is not a torch
-op: the kernel path adds one launch to its count), peak memory above the inputs, and whether the
-recalled slots are the same.
+Printed per T: seconds of one layer's recall (median of `--repeats` after a warm-up), each fast
+path's time as a ratio to the PyTorch path's, ops dispatched through torch (a Triton launch or a C
+call is not a torch op: the kernel path adds one launch to its count), peak memory above the
+inputs, and whether the recalled slots are the same.
 
 The kernel needs CUDA; on a CPU it runs only under TRITON_INTERPRET=1 (the interpreter: for the
-tiny smoke run), and otherwise the PyTorch path is timed alone.
+tiny smoke run). The scan runs on the CPU where a C compiler builds it.
 
     python benchmarks/recall_top_keys.py --device cuda                  # the 1B benchmark's layer, 4k and 16k
+    python benchmarks/recall_top_keys.py --device cpu --heads 4 --kv-heads 2 --dtype float32   # scan vs torch
     TRITON_INTERPRET=1 python benchmarks/recall_top_keys.py --tiny      # seconds, on the CPU
 """
 
@@ -30,6 +34,7 @@ import time
 import torch
 from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
 
+from lm_eval_longmem.kernels.top_keys import scan_top_keys
 from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows, WindowShape
 from lm_eval_longmem.models.methods.longcache import LongCacheArgs
@@ -39,6 +44,12 @@ from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 def kernel_runs_here(device: str) -> bool:
     interpreted = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
     return device.startswith("cuda") or interpreted
+
+
+def fast_paths(device: str) -> tuple[str, ...]:
+    """The paths timed against the PyTorch path on `device`."""
+    scan = ("scan",) if device == "cpu" and scan_top_keys.available() else ()
+    return (("triton",) if kernel_runs_here(device) else ()) + scan
 
 
 def time_recall(recall: RecalledSpans, queries, keys, windows, repeats: int, device: str) -> dict:
@@ -75,42 +86,45 @@ def measure(args, length: int) -> dict:
     queries = torch.randn(args.heads, length, args.head_dim, device=device, generator=generator).to(dtype)
     keys = torch.randn(args.kv_heads, length, args.head_dim, device=device, generator=generator).to(dtype)
     windows = ChunkWindows(shape, length, torch.device(device), dtype)
-    paths = ("torch", "triton") if kernel_runs_here(device) else ("torch",)
+    paths = ("torch", *fast_paths(device))
     row = {"T": length, "recalling_chunks": sum(s > args.budget for s in windows.host_starts)}
     for backend in paths:
         recall = RecalledSpans(
             settings.max_context_length, settings.top_k, settings.top_k_prime, settings.span_size, backend
         )
         row[backend] = time_recall(recall, queries, keys, windows, args.repeats, device)
-    if "triton" in row:
-        kernel, torch_path = row["triton"], row["torch"]
-        row["time_ratio"] = kernel["seconds"] / torch_path["seconds"]
-        same = kernel["slots"] is None and torch_path["slots"] is None
-        if kernel["slots"] is not None and torch_path["slots"] is not None:
-            same = all(torch.equal(a, b) for a, b in zip(kernel["slots"], torch_path["slots"]))
-        row["same_slots"] = same
+    torch_path = row["torch"]
+    for backend in paths[1:]:
+        fast = row[backend]
+        fast["time_ratio"] = fast["seconds"] / torch_path["seconds"]
+        same = fast["slots"] is None and torch_path["slots"] is None
+        if fast["slots"] is not None and torch_path["slots"] is not None:
+            same = all(torch.equal(a, b) for a, b in zip(fast["slots"], torch_path["slots"]))
+        fast["same_slots"] = same
     for backend in paths:
         row[backend].pop("slots")
     return row
 
 
 def print_row(row: dict) -> None:
-    for backend in ("torch", "triton"):
+    for backend in ("torch", "triton", "scan"):
         if backend in row:
             r = row[backend]
-            launch = " + 1 kernel launch" if backend == "triton" else ""
+            launch = {"triton": " + 1 kernel launch", "scan": " + C calls"}.get(backend, "")
             print(
                 f"  T={row['T']:>6} {backend:>6}: {r['seconds'] * 1e3:9.2f} ms, {r['ops']:,} ops{launch}, "
                 f"{r['host_reads']} host reads, peak {r['peak_bytes'] / 2**20:.1f} MiB",
                 flush=True,
             )
-    if "time_ratio" in row:
-        print(
-            f"  T={row['T']:>6} kernel / torch: {row['time_ratio']:.3f}x the time, same slots: {row['same_slots']}",
-            flush=True,
-        )
-    else:
-        print(f"  T={row['T']:>6} the kernel needs CUDA (or TRITON_INTERPRET=1): the PyTorch path alone", flush=True)
+    for backend in ("triton", "scan"):
+        if backend in row:
+            r = row[backend]
+            print(
+                f"  T={row['T']:>6} {backend} / torch: {r['time_ratio']:.3f}x the time, same slots: {r['same_slots']}",
+                flush=True,
+            )
+    if "triton" not in row:
+        print(f"  T={row['T']:>6} the kernel needs CUDA (or TRITON_INTERPRET=1)", flush=True)
 
 
 def parse_args(argv=None):
@@ -135,7 +149,7 @@ def parse_args(argv=None):
     parser.add_argument("--out-json", default="")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        parser.error(f"--device {args.device}: this machine has no CUDA GPU (use --device cpu: the PyTorch path alone)")
+        parser.error(f"--device {args.device}: this machine has no CUDA GPU (use --device cpu: the C scan against the PyTorch path)")
     if args.tiny:
         args.heads, args.kv_heads, args.head_dim = 2, 1, 16
         args.budget, args.chunk, args.sinks, args.span, args.repeats = 16, 8, 2, 2, 1

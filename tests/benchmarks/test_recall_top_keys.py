@@ -1,5 +1,6 @@
-"""benchmarks/recall_top_keys.py at its tiny size on the CPU: the PyTorch path alone (the kernel needs
-CUDA), and, in the slow tier, the kernel in the Triton interpreter beside it, recalling the same slots."""
+"""benchmarks/recall_top_keys.py at its tiny size on the CPU: the C scan against the PyTorch path (the
+kernel needs CUDA), and, in the slow tier, the kernel in the Triton interpreter beside them, all
+recalling the same slots."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ def tiny_run(tmp_path, benchmark=None):
     return row
 
 
-def test_without_a_gpu_the_pytorch_path_is_timed_alone(tmp_path, monkeypatch, capsys):
+def test_without_a_gpu_the_scan_is_timed_against_the_pytorch_path(tmp_path, monkeypatch, capsys):
     """As without TRITON_INTERPRET (which this process keeps: triton fixes its mode at first import)."""
     benchmark = load_benchmark("recall_top_keys")
     monkeypatch.setattr(benchmark, "kernel_runs_here", lambda device: False)
     row = tiny_run(tmp_path, benchmark)
-    assert "triton" not in row and "time_ratio" not in row
-    assert "the kernel needs CUDA (or TRITON_INTERPRET=1)" in capsys.readouterr().out
+    assert "triton" not in row
+    scan = row["scan"]
+    assert scan["same_slots"] is True and scan["host_reads"] == 0
+    assert scan["time_ratio"] == scan["seconds"] / row["torch"]["seconds"]
+    out = capsys.readouterr().out
+    assert "scan / torch:" in out and "the kernel needs CUDA (or TRITON_INTERPRET=1)" in out
 
 
 @pytest.mark.slow
@@ -36,5 +41,6 @@ def test_the_kernel_beside_the_pytorch_path_recalls_the_same(tmp_path):
     if not interpreted():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")
     row = tiny_run(tmp_path)
-    assert row["same_slots"] is True and row["triton"]["host_reads"] == 0
-    assert row["time_ratio"] == row["triton"]["seconds"] / row["torch"]["seconds"]
+    kernel = row["triton"]
+    assert kernel["same_slots"] is True and kernel["host_reads"] == 0
+    assert kernel["time_ratio"] == kernel["seconds"] / row["torch"]["seconds"]

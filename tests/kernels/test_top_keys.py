@@ -1,12 +1,14 @@
 """The top keys' reference against a hand-computed case and against an independent implementation
-(the CPU's tiled path, `models/bounded_cache/tiled_top_k.py`), and the choice of path."""
+(the CPU's tiled path, `models/bounded_cache/tiled_top_k.py`), and the choice of path. The CPU scan
+has its own file (test_top_keys_scan.py), as the Triton kernel has."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from lm_eval_longmem.kernels.top_keys import reference_top_keys, triton_has_top_k, use_triton
+from lm_eval_longmem.kernels.top_keys import reference_top_keys, top_keys_path, triton_has_top_k
+from lm_eval_longmem.kernels.top_keys.scan_top_keys import SWITCH_ENV
 from lm_eval_longmem.models.bounded_cache.tiled_top_k import top_keys
 
 
@@ -41,13 +43,19 @@ def test_the_reference_picks_the_tiled_paths_keys(monkeypatch, ties):
 
 
 def test_the_path_is_chosen_by_device_and_triton(monkeypatch):
-    """auto: the kernel on CUDA where Triton has `tl.topk` (3.2 and later), else the caller's
-    PyTorch path; a misspelled backend is one message naming the valid ones."""
+    """auto: the kernel on CUDA where Triton has `tl.topk` (3.2 and later), the C scan on the CPU
+    unless switched off, else the caller's PyTorch path; a misspelled backend is one message naming
+    the valid ones."""
     on_cpu = torch.zeros(1)
-    assert not use_triton("auto", on_cpu) and not use_triton("torch", on_cpu) and use_triton("triton", on_cpu)
+    assert top_keys_path("auto", on_cpu) == "scan"  # this machine has a C compiler
+    assert top_keys_path("torch", on_cpu) == "torch" and top_keys_path("triton", on_cpu) == "triton"
+    monkeypatch.setenv(SWITCH_ENV, "0")
+    assert top_keys_path("auto", on_cpu) == "torch"
+    with pytest.raises(RuntimeError, match=f"backend='scan' is not available: {SWITCH_ENV}=0"):
+        top_keys_path("scan", on_cpu)
     assert triton_has_top_k()  # the pinned triton
     tl = pytest.importorskip("triton.language")
     monkeypatch.delattr(tl, "topk")
     assert not triton_has_top_k()
-    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'triton', 'torch'\), got 'cuda'"):
-        use_triton("cuda", on_cpu)
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'triton', 'scan', 'torch'\), got 'cuda'"):
+        top_keys_path("cuda", on_cpu)

@@ -114,13 +114,16 @@ def test_edge_arguments_match_the_chunk_runner(family_models, name, arguments):
 def test_recall_scored_in_groups_of_chunks_recalls_the_same(family_models, monkeypatch, chunks, key_tile):
     """Under a smaller score budget the recalling chunks are scored in groups (of one chunk at
     budget 0, its keys in tiles of `key_tile` and its queries one by one; of about 1-4 chunks, whose
-    middles differ, at the others): the same slots."""
+    middles differ, at the others): the same slots as the CPU's default path, the C scan
+    (`kernels/top_keys/scan_top_keys.py`)."""
+    from lm_eval_longmem.kernels.top_keys.scan_top_keys import SWITCH_ENV
     from lm_eval_longmem.models.bounded_cache import tiled_top_k
 
     model = family_models["qwen3"]
     budget, chunk, sinks, length = 24, 8, 4, 82
     whole = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
     heads = model.config.num_attention_heads
+    monkeypatch.setenv(SWITCH_ENV, "0")  # the groups
     monkeypatch.setattr(tiled_top_k, "CPU_SCORE_BYTES", chunks * 4 * heads * chunk * length)  # the widest < length
     monkeypatch.setattr(tiled_top_k, "KEY_TILE", key_tile)
     grouped = nll_both_ways(model, "longcache", budget, chunk, sinks, length)[0].token_nll
@@ -131,13 +134,17 @@ def test_recall_through_the_kernel_recalls_the_same(family_models, monkeypatch):
     """The recall's picks from the Triton kernel (`kernels/top_keys`, one launch for every recalling
     chunk of a layer; here in the interpreter, as on a GPU it runs by default) score as the
     groups' picks do, on a budget and chunk that divide nothing (each recalling chunk's middle differs)."""
+    from lm_eval_longmem.kernels.top_keys.scan_top_keys import SWITCH_ENV
+
     from lm_eval_longmem.models.bounded_cache import chunk_recall
     from tests.helpers.triton_interpreter import interpreted
 
     if not interpreted():
         pytest.skip("triton was imported before TRITON_INTERPRET=1")
     model, case = family_models["qwen3"], CASES["nothing divides"]
-    groups = nll_both_ways(model, "longcache", *case, reference=False)[0]
-    monkeypatch.setattr(chunk_recall, "use_triton", lambda backend, like: True)
+    with monkeypatch.context() as groups_only:
+        groups_only.setenv(SWITCH_ENV, "0")
+        groups = nll_both_ways(model, "longcache", *case, reference=False)[0]
+    monkeypatch.setattr(chunk_recall, "top_keys_path", lambda backend, like: "triton")
     kernel = nll_both_ways(model, "longcache", *case, reference=False)[0]
     assert (kernel.token_nll == groups.token_nll).all() and kernel.num_correct == groups.num_correct

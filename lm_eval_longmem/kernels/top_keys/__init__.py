@@ -3,9 +3,10 @@
 
 `reference.py` says what is computed, readably; `triton_top_keys.py` computes it in one launch,
 keeping each query's running best k in registers, so the [heads, queries, keys] scores never exist
-in memory (imported only when used); `dispatch.py` says when it runs."""
+in memory (imported only when used); `scan_top_keys.py` is the CPU's way: ATen's q.k in cached
+tiles, ranked by a small C scan (`scan_top_keys.c`); `dispatch.py` says which runs."""
 
-from .dispatch import triton_has_top_k, use_triton
+from .dispatch import top_keys_path, triton_has_top_k
 from .reference import reference_top_keys
 
-__all__ = ["reference_top_keys", "triton_has_top_k", "use_triton"]
+__all__ = ["reference_top_keys", "top_keys_path", "triton_has_top_k"]

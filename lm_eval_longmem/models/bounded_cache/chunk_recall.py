@@ -10,11 +10,12 @@ picks are the chunk runner's: each chunk's queries score the middle before it (k
 masked to -inf, and picks of them, or of the padding after the row, are not counted), and the
 ranking (count, then best score, then the earlier key) runs over the same candidates.
 
-Where the picks come from: on a GPU with Triton, one kernel launch per layer for every recalling
-chunk (`kernels/top_keys`: each query's running best keys kept in registers, the scores never
-written out); elsewhere the chunks are scored in groups whose scores fit a budget, each group's
-keys in cache-sized tiles on a CPU (`tiled_top_k.py`). Both pick the same keys, the earlier of
-equal scores included.
+Where the picks come from (`kernels/top_keys`): on a GPU with Triton, one kernel launch per layer
+for every recalling chunk (each query's running best keys kept in registers, the scores never
+written out); on a CPU, the scan: ATen's q.k in cached tiles, each ranked into every query's
+running best keys by a small C function; elsewhere (or where no C compiler builds the scan) the
+chunks are scored in groups whose scores fit a budget, each group's keys in cache-sized tiles on
+a CPU (`tiled_top_k.py`). All pick the same keys, the earlier of equal scores included.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lm_eval_longmem.kernels.top_keys import use_triton
+from lm_eval_longmem.kernels.top_keys import top_keys_path
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows
 from lm_eval_longmem.models.bounded_cache.recall import recall_centres
 from lm_eval_longmem.models.bounded_cache.tiled_top_k import best_of, score_bytes, top_keys
@@ -38,7 +39,7 @@ class RecalledSpans:
     top_k: int
     top_k_prime: int
     span_size: int
-    backend: str = "auto"  # "triton": the kernel (CUDA, or the Triton interpreter); "torch": the groups; "auto"
+    backend: str = "auto"  # "triton": the kernel (CUDA, or the Triton interpreter); "scan": the CPU scan; "torch": the groups
 
     def __call__(self, queries: torch.Tensor, keys: torch.Tensor, windows: ChunkWindows):
         """(tokens, valid) [n, top_k_prime * span_size], or None when no chunk recalls (the middle
@@ -55,11 +56,15 @@ class RecalledSpans:
         widest = windows.host_middle_lengths[-1]
         chunk_queries = F.pad(queries, (0, 0, 0, windows.padding)).unflatten(1, (-1, c))[:, first:].float()
         middle_keys = keys[:, windows.shape.sinks : windows.shape.sinks + widest].float()  # [Hkv, widest, d]
-        if use_triton(self.backend, keys):
-            from lm_eval_longmem.kernels.top_keys.triton_top_keys import triton_top_keys
+        path = top_keys_path(self.backend, keys)
+        if path in ("triton", "scan"):
+            if path == "triton":
+                from lm_eval_longmem.kernels.top_keys.triton_top_keys import triton_top_keys as one_pass
+            else:
+                from lm_eval_longmem.kernels.top_keys.scan_top_keys import scan_top_keys as one_pass
 
             visible = middle.repeat_interleave(c)  # each query sees its chunk's middle
-            value, index = triton_top_keys(chunk_queries.flatten(1, 2), middle_keys, visible, self.top_k)
+            value, index = one_pass(chunk_queries.flatten(1, 2), middle_keys, visible, self.top_k)
             value, index = value.unflatten(1, (-1, c)), index.unflatten(1, (-1, c))  # [H, n', c, k]
         else:
             value, index = self._picks_in_groups(chunk_queries, middle_keys, middle, windows, recalling)
