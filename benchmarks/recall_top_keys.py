@@ -149,7 +149,10 @@ def parse_args(argv=None):
     parser.add_argument("--out-json", default="")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        parser.error(f"--device {args.device}: this machine has no CUDA GPU (use --device cpu: the C scan against the PyTorch path)")
+        parser.error(
+            f"--device {args.device}: this machine has no CUDA GPU "
+            "(use --device cpu: the C scan against the PyTorch path)"
+        )
     if args.tiny:
         args.heads, args.kv_heads, args.head_dim = 2, 1, 16
         args.budget, args.chunk, args.sinks, args.span, args.repeats = 16, 8, 2, 2, 1

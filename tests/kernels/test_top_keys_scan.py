@@ -36,7 +36,9 @@ def test_a_hand_case_keeps_the_earlier_of_equal_scores():
 
 
 @pytest.mark.parametrize("ties", [False, True])
-@pytest.mark.parametrize(("heads", "kv_heads", "rows", "width", "k"), [(4, 2, 37, 300, 4), (2, 1, 9, 40, 5), (3, 3, 5, 3, 4)])
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "rows", "width", "k"), [(4, 2, 37, 300, 4), (2, 1, 9, 40, 5), (3, 3, 5, 3, 4)]
+)
 def test_the_scan_picks_the_references_keys(ties, heads, kv_heads, rows, width, k):
     """Grouped-query heads, every prefix length from none to all keys, k above the width; with
     `ties`, integer scores where most keys tie with others."""
@@ -45,7 +47,10 @@ def test_the_scan_picks_the_references_keys(ties, heads, kv_heads, rows, width, 
         queries = torch.randint(-2, 3, (heads, rows, 8), generator=generator).float()
         keys = torch.randint(-2, 3, (kv_heads, width, 8), generator=generator).float()
     else:
-        queries, keys = torch.randn(heads, rows, 8, generator=generator), torch.randn(kv_heads, width, 8, generator=generator)
+        queries, keys = (
+            torch.randn(heads, rows, 8, generator=generator),
+            torch.randn(kv_heads, width, 8, generator=generator),
+        )
     visible = torch.randint(0, width + 1, (rows,), generator=generator)
     visible[0], visible[-1] = 0, width
     same_picks(queries, keys, visible, k)

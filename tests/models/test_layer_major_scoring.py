@@ -135,7 +135,6 @@ def test_recall_through_the_kernel_recalls_the_same(family_models, monkeypatch):
     chunk of a layer; here in the interpreter, as on a GPU it runs by default) score as the
     groups' picks do, on a budget and chunk that divide nothing (each recalling chunk's middle differs)."""
     from lm_eval_longmem.kernels.top_keys.scan_top_keys import SWITCH_ENV
-
     from lm_eval_longmem.models.bounded_cache import chunk_recall
     from tests.helpers.triton_interpreter import interpreted
 

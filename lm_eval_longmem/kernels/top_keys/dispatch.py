@@ -20,7 +20,7 @@ def triton_has_top_k() -> bool:
 
 
 def top_keys_path(backend: str, like: torch.Tensor) -> str:
-    """"triton", "scan" or "torch" for tensors like `like`.
+    """ "triton", "scan" or "torch" for tensors like `like`.
 
     backend "auto": the kernel for CUDA tensors where Triton has what it needs, the C scan
     (`scan_top_keys.py`) for CPU tensors where it builds, else "torch"; "triton": the kernel (CUDA,

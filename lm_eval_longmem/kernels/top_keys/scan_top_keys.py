@@ -104,8 +104,12 @@ def scan_top_keys(
     if k <= 0 or width == 0:
         return values, indices
     row_run = max(1, min(rows, SCORE_BYTES // (4 * heads * KEY_TILE)))
-    tile = torch.empty(heads * row_run * min(KEY_TILE, width), dtype=torch.float32, **cpu)  # reused: a fresh one is page-faulted in each time
-    run_values = torch.empty(heads * row_run * k, dtype=torch.float32, **cpu)  # each run's running best, [H, rows of the run, k]
+    tile = torch.empty(
+        heads * row_run * min(KEY_TILE, width), dtype=torch.float32, **cpu
+    )  # reused: a fresh one is page-faulted in each time
+    run_values = torch.empty(
+        heads * row_run * k, dtype=torch.float32, **cpu
+    )  # each run's running best, [H, rows of the run, k]
     run_indices = torch.empty(heads * row_run * k, dtype=torch.int64, **cpu)
     for first_row in range(0, rows, row_run):
         last_row = min(rows, first_row + row_run)
@@ -133,4 +137,3 @@ def scan_top_keys(
         values[:, first_row:last_row] = best_values
         indices[:, first_row:last_row] = best_indices
     return values, indices
-

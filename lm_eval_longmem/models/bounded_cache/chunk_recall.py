@@ -39,7 +39,9 @@ class RecalledSpans:
     top_k: int
     top_k_prime: int
     span_size: int
-    backend: str = "auto"  # "triton": the kernel (CUDA, or the Triton interpreter); "scan": the CPU scan; "torch": the groups
+    backend: str = (
+        "auto"  # "triton": the kernel (CUDA, or the Triton interpreter); "scan": the CPU scan; "torch": the groups
+    )
 
     def __call__(self, queries: torch.Tensor, keys: torch.Tensor, windows: ChunkWindows):
         """(tokens, valid) [n, top_k_prime * span_size], or None when no chunk recalls (the middle
