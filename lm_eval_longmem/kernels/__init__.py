@@ -5,5 +5,6 @@ reference it is tested against (as flash-linear-attention lays out its ops):
   (FoX's forget gates; ALiBi and stated-CLM's merge counts have the same form).
 * `grouped_softmax/`: Landmark Attention's grouped softmax, in which a block's landmark key gates
   attention to that block.
-* `top_keys/`: each query's best keys by q.k over a prefix of the keys (LongCache's recall).
+* `top_keys/`: each query's best keys by q.k over a prefix of the keys (LongCache's recall); on
+  the CPU a small C scan (`scan_top_keys.c`, built on first use) ranks ATen's q.k instead.
 """

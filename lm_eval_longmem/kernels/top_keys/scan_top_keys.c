@@ -53,21 +53,13 @@ static inline void keep(float *values, int64_t *keys, int64_t k, float value, in
     keys[place] = key;
 }
 
-/* The k-th largest of `maxima` (-inf when there are fewer than k). */
-static float kth_largest(const float *maxima, int64_t count, int64_t k, float *scratch) {
-    for (int64_t i = 0; i < k; i++) scratch[i] = -INFINITY;
+/* The k-th largest of `maxima` (-inf when there are fewer than k), kept as `keep` keeps scores. */
+static float kth_largest(const float *maxima, int64_t count, int64_t k, float *values, int64_t *runs) {
+    for (int64_t i = 0; i < k; i++) values[i] = -INFINITY;
     for (int64_t i = 0; i < count; i++) {
-        float value = maxima[i];
-        if (value > scratch[k - 1]) {
-            int64_t place = k - 1;
-            while (place > 0 && scratch[place - 1] < value) {
-                scratch[place] = scratch[place - 1];
-                place--;
-            }
-            scratch[place] = value;
-        }
+        if (maxima[i] > values[k - 1]) keep(values, runs, k, maxima[i], i);
     }
-    return scratch[k - 1];
+    return values[k - 1];
 }
 
 /* rows: how many rows; scores: row r at scores + r * width, the scores of keys first_key ..
@@ -80,7 +72,12 @@ int running_top_keys(const float *scores, int64_t rows, int64_t width, const int
                      int64_t first_key, int64_t k, float *best_values, int64_t *best_keys) {
     int64_t runs = (width + RUN - 1) / RUN;
     float *maxima = malloc((size_t)(runs + k) * sizeof(float));
-    if (maxima == NULL) return -1;
+    int64_t *scratch_runs = malloc((size_t)k * sizeof(int64_t));
+    if (maxima == NULL || scratch_runs == NULL) {
+        free(maxima);
+        free(scratch_runs);
+        return -1;
+    }
     float *scratch = maxima + runs;
     for (int64_t r = 0; r < rows; r++) {
         const float *row = scores + r * width;
@@ -94,7 +91,7 @@ int running_top_keys(const float *scores, int64_t rows, int64_t width, const int
             int64_t start = run * RUN;
             maxima[run] = run_maximum(row + start, length - start < RUN ? length - start : RUN);
         }
-        float bound = kth_largest(maxima, row_runs, k, scratch);
+        float bound = kth_largest(maxima, row_runs, k, scratch, scratch_runs);
         for (int64_t run = 0; run < row_runs; run++) {
             /* a run below the bound holds no score of the row's best k; one not above the k-th best
                kept so far holds nothing that beats it (equal scores keep the earlier key) */
@@ -106,5 +103,6 @@ int running_top_keys(const float *scores, int64_t rows, int64_t width, const int
         }
     }
     free(maxima);
+    free(scratch_runs);
     return 0;
 }
