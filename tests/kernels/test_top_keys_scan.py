@@ -86,7 +86,7 @@ def test_without_a_compiler_the_path_falls_back_with_the_reason(monkeypatch, tmp
     makes `backend='scan'` one message with the reason; nothing is left in the cache."""
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     monkeypatch.setenv("LM_EVAL_LONGMEM_CACHE", str(tmp_path / "cache"))
-    scan_module._library.cache_clear()
+    scan_module.LIBRARY.forget()
     try:
         on_cpu = torch.zeros(1)
         assert not scan_module.available()
@@ -97,7 +97,7 @@ def test_without_a_compiler_the_path_falls_back_with_the_reason(monkeypatch, tmp
             scan_top_keys(torch.ones(1, 1, 1), torch.ones(1, 1, 1), torch.tensor([1]), 1)
         assert not list((tmp_path / "cache").rglob("*.so"))
     finally:
-        scan_module._library.cache_clear()
+        scan_module.LIBRARY.forget()
 
 
 def test_a_compiler_error_is_reported_not_raised(monkeypatch, tmp_path):
@@ -107,9 +107,9 @@ def test_a_compiler_error_is_reported_not_raised(monkeypatch, tmp_path):
     failing.chmod(0o755)
     monkeypatch.setenv("CC", str(failing))
     monkeypatch.setenv("LM_EVAL_LONGMEM_CACHE", str(tmp_path / "cache"))
-    scan_module._library.cache_clear()
+    scan_module.LIBRARY.forget()
     try:
         assert "out of disk" in scan_module.unavailable_reason()
         assert not list((tmp_path / "cache").rglob("*.so*"))  # no library, no partial file
     finally:
-        scan_module._library.cache_clear()
+        scan_module.LIBRARY.forget()

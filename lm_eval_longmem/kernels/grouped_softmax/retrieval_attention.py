@@ -1,5 +1,6 @@
-"""Landmark Attention's retrieval attention for many windows at once: the PyTorch path (what the
-CPU runs) and the dispatch to the Triton kernel (`retrieval_triton.py`).
+"""Landmark Attention's retrieval attention for many windows at once: the PyTorch path (the reference)
+and the dispatch to the Triton kernel (`retrieval_triton.py`) on a GPU and to a C function
+(`retrieval_cpu.py`) on the CPU, which both read the chosen blocks where they lie.
 
 Every query reads two things under one grouped softmax (`reference.py`): the k blocks it chose,
 fetched from a block store by index (as paged attention reads pages), and its own window up to
@@ -31,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .dispatch import grouped_softmax
+from .retrieval_cpu import cpu_retrieval_attention, cpu_unavailable_reason
 
 # Memory the chosen blocks' keys and values may take at once ([2, H, windows, W, k, B, d]). On the
 # CPU a gather that falls out of the caches costs more than the ops it saves (a 2-layer Llama of
@@ -60,13 +62,17 @@ def retrieval_attention(
     *,
     backend: str = "auto",
 ) -> torch.Tensor:
-    """Attention output [H, N, d] (see the module docstring). backend: "auto" (the Triton kernel for
-    CUDA tensors without gradients, else PyTorch), "triton" or "torch"."""
+    """Attention output [H, N, d] (see the module docstring). backend: "auto" (without gradients, the
+    Triton kernel for CUDA tensors and the C function for float32 CPU tensors; else PyTorch),
+    "triton", "c" or "torch"."""
     arguments = (slot_queries, window_queries, window_keys, window_values, store_keys, store_values, chosen, slot_valid)
-    if _use_triton(backend, arguments):
+    path = _path(backend, arguments)
+    if path == "triton":
         from .retrieval_triton import triton_retrieval_attention
 
         return triton_retrieval_attention(*arguments, window, scaling, softcap)
+    if path == "c":
+        return cpu_retrieval_attention(*arguments, window, scaling, softcap)
     heads, length, k, dim = slot_queries.shape
     block_size = store_keys.shape[2]
     if length % window or window % block_size:
@@ -117,18 +123,26 @@ def _pieces(length: int, window: int, block_size: int, queries_in_budget: int):
             yield slice(start + first, start + stop), slice(start, start + stop), 1
 
 
-def _use_triton(backend: str, tensors) -> bool:
-    if backend not in ("auto", "triton", "torch"):
-        raise ValueError(f"backend must be one of ('auto', 'triton', 'torch'), got {backend!r}")
-    if backend == "torch":
-        return False
+BACKENDS = ("auto", "triton", "c", "torch")
+
+
+def _path(backend: str, tensors) -> str:
+    """ "triton", "c" or "torch" for these tensors (see `retrieval_attention`)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     interpreted = os.environ.get("TRITON_INTERPRET", "").lower() in ("1", "true", "on", "yes")
-    if backend == "triton":
-        if not (tensors[0].is_cuda or interpreted):
-            raise RuntimeError("backend='triton' needs CUDA tensors (or TRITON_INTERPRET=1 to run the kernel on CPU)")
-        return True
+    if backend == "triton" and not (tensors[0].is_cuda or interpreted):
+        raise RuntimeError("backend='triton' needs CUDA tensors (or TRITON_INTERPRET=1 to run the kernel on CPU)")
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    return tensors[0].is_cuda and not grad and importlib.util.find_spec("triton") is not None
+    if backend == "c":
+        reason = cpu_unavailable_reason(tensors, grad)
+        if reason:
+            raise RuntimeError(f"backend='c' cannot run this call: {reason}")
+    if backend != "auto":
+        return backend
+    if tensors[0].is_cuda:
+        return "triton" if not grad and importlib.util.find_spec("triton") is not None else "torch"
+    return "c" if cpu_unavailable_reason(tensors, grad) is None else "torch"
 
 
 def _windows(

@@ -6,80 +6,36 @@ On a 2-core EPYC, `topk` costs about as much as the q.k that made the scores (it
 scan reads a tile once and keeps each query's best k across the tiles, so there is nothing to
 merge; LongCache's recall at 16k tokens spends most of its ranking time there (docs/kernels.md).
 
-The C file is compiled once per machine with the system's C compiler (`$CC`, else `cc` or `gcc`)
-into the cache directory (`common/paths.cache_dir`), under a name that hashes the source, the
-compiler and the flags, and loaded with ctypes; x86 builds carry AVX-512, AVX2 and plain versions
-and pick one at load time, so a cache shared by a cluster's nodes works on each. Where nothing
+The C file is built on first use and loaded with ctypes (`kernels/c_library.py`). Where nothing
 compiles (no compiler, a failed build) `available()` is False and the callers keep their PyTorch
-path; `LM_EVAL_LONGMEM_CPU_SCAN=0` asks for that path on purpose.
+path; `LM_EVAL_LONGMEM_C_KERNELS=0` asks for that path on purpose.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
 from pathlib import Path
 
 import torch
 
-SWITCH_ENV = "LM_EVAL_LONGMEM_CPU_SCAN"  # "0": never use the scan
-SOURCE = Path(__file__).with_name("scan_top_keys.c")
-FLAGS = ("-O3", "-std=gnu11", "-shared", "-fPIC")
+from lm_eval_longmem.kernels.c_library import SWITCH_ENV, CLibrary
+
+__all__ = ["SWITCH_ENV", "available", "scan_top_keys", "unavailable_reason"]
+
 SCORE_BYTES = 8 * 2**20  # float32 scores of one tile: stays in a CPU's last-level cache
 KEY_TILE = 2048  # keys of one tile
 
 
-def available() -> bool:
-    """The scan is built (or was already) and not switched off."""
-    return os.environ.get(SWITCH_ENV, "1") != "0" and not isinstance(_library(), str)
-
-
-def unavailable_reason() -> str | None:
-    """Why `available()` is False, or None."""
-    if os.environ.get(SWITCH_ENV, "1") == "0":
-        return f"{SWITCH_ENV}=0"
-    built = _library()
-    return built if isinstance(built, str) else None
-
-
-@functools.cache
-def _library() -> ctypes.CDLL | str:
-    """The loaded library, or the reason it could not be built (once per process)."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not compiler:
-        return "no C compiler found (set CC, or install cc/gcc)"
-    from lm_eval_longmem.common.paths import cache_dir
-
-    identity = hashlib.sha256(
-        SOURCE.read_bytes() + repr((compiler, FLAGS, platform.machine(), platform.system())).encode()
-    ).hexdigest()[:16]
-    built = cache_dir("kernels") / f"scan_top_keys-{identity}.so"
-    if not built.exists():
-        partial = built.with_name(f"{built.name}.{os.getpid()}.partial")
-        try:
-            finished = subprocess.run(
-                [compiler, *FLAGS, str(SOURCE), "-o", str(partial), "-lm"], capture_output=True, text=True, timeout=120
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"{compiler} could not build {SOURCE.name}: {error}"
-        if finished.returncode != 0:
-            partial.unlink(missing_ok=True)
-            return f"{compiler} could not build {SOURCE.name}: {finished.stderr.strip()[-500:]}"
-        os.replace(partial, built)  # atomic: another process building the same file meanwhile is harmless
-    try:
-        library = ctypes.CDLL(str(built))
-    except OSError as error:
-        return f"could not load {built}: {error}"
+def _declare(library: ctypes.CDLL) -> None:
     scan = library.running_top_keys
     scan.restype = ctypes.c_int
     pointer, size = ctypes.c_void_p, ctypes.c_int64
     scan.argtypes = [pointer, size, size, pointer, size, size, size, pointer, pointer]
-    return library
+
+
+LIBRARY = CLibrary(Path(__file__).with_name("scan_top_keys.c"), _declare)
+available = LIBRARY.available
+unavailable_reason = LIBRARY.unavailable_reason
 
 
 def scan_top_keys(
@@ -89,9 +45,7 @@ def scan_top_keys(
     earlier of equal scores; slots beyond a query's `visible[r]` keys are -inf (index 0).
 
     queries [H, R, d]; keys [Hkv, W, d] (query head h reads key head h // (H // Hkv)); visible [R]."""
-    library = _library()
-    if isinstance(library, str):
-        raise RuntimeError(f"the CPU top-keys scan is not available: {library}")
+    library = LIBRARY.library("the CPU top-keys scan")
     heads, rows, _ = queries.shape
     width = keys.shape[1]
     queries = queries.float()
