@@ -5,7 +5,7 @@ Once the cache is full, every chunk adds the same number of ops: a fixed part (t
 layer at once, the loss, the stacking) plus the forward and backward of each layer, and no host read.
 The counts are pinned for a tiny Llama of 2 and 4 layers; the chunk runner (what scored stated-CLM
 before the static step) dispatched 150 ops per layer and chunk, with the merge run layer by layer,
-where the step dispatches 100 per layer and 58 for the whole merge. The numbers are torch's (2.13)
+where the step dispatches 102 per layer and 57 for the whole merge. The numbers are torch's (2.13)
 decompositions of these ops: a torch upgrade may move them; re-measure then, the shape must stay."""
 
 import pytest
@@ -19,8 +19,8 @@ from tests.helpers.tiny_models import tiny_of, token_ids
 
 ARGS = {"max_context_length": 21, "chunk_size": 6, "sink_length": 3}
 LENGTHS = (30, 36, 42, 48)  # 0 to 3 steady chunks (the first 24 tokens fill the cache; the last chunk shrinks nothing)
-PER_LAYER = 100  # forward (projections, RoPE, attention, the attention received, MLP) and its backward
-PER_CHUNK = 58  # the merge of all layers, the bias, the loss, the new entries appended
+PER_LAYER = 102  # forward (projections, RoPE, attention, the attention received, MLP) and its backward
+PER_CHUNK = 57  # the merge of all layers, the bias, the loss, the gradients stacked, the new entries appended
 SCORE_READS = 2  # the totals of the one scored chunk (the span lies in the last chunk), read when it is scored
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -72,7 +72,7 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
         fused = cpu_attention_with_lse(queries[None], keys[None], values[None], bias, scale)
     if fused is not None:
         with torch.no_grad():
-            received = received_from_lse(queries.detach(), keys[:, :W].detach(), bias[:, :W], fused[1][0], scale)
+            received = received_from_lse(queries.detach(), keys[:, :W].detach(), bias[0, :W], fused[1][0], scale)
         return fused[0][0], received
     out = count_weighted_attention(queries, keys, values, bias, scale, softcap)
     received = None
@@ -85,10 +85,34 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
     return out, received
 
 
-def received_from_lse(q, window_keys, window_bias, lse, scale: float) -> torch.Tensor:
+# Scores of one tile of queries x the window in `received_from_lse` (float32): small enough to stay
+# in a CPU's caches between the product that writes it and the exp and sum that read it, and
+# reused across tiles (a fresh cache-sized output is page-faulted in on every call).
+RECEIVED_TILE_BYTES = 2 * 2**20
+
+
+def received_from_lse(q, window_keys, window_log_counts, lse, scale: float) -> torch.Tensor:
     """eq. 18 [W] from the forward's log-sum-exp lse [H, c]: the sum over heads and queries of
-    exp(q.k * scale + bias - lse), the softmax weights of the window's entries only. The softmax
-    itself would write the weights of every key, the chunk's own too, and pass over them three
-    times; at 16 heads this is half its time (46 ms against 94 ms a layer, chunk 512, window
-    2,048, 2 CPU cores), at 4 the same."""
-    return biased_scores(q, window_keys, window_bias, scale).sub_(lse[..., None]).exp_().sum(dim=(0, 1))
+    exp(q.k * scale + log count - lse), the softmax weights of the window's entries only, computed
+    as count * sum exp(q.k * scale - lse). Query heads are grouped by the key-value head they read
+    (no copy of the keys per query head), and the scores go through one reused tile of about
+    `RECEIVED_TILE_BYTES`: the softmax itself would write the weights of every key, the chunk's own
+    too, and pass over them three times."""
+    heads, chunk, dim = q.shape
+    kv_heads, width = window_keys.shape[:2]
+    rows = heads // kv_heads * chunk  # a key-value head's queries: its group's heads, one after another
+    grouped_q = q.reshape(kv_heads, rows, dim)
+    negative_lse = lse.float().reshape(kv_heads, rows, 1).neg()
+    keys_t = window_keys.transpose(1, 2)
+    step = max(1, min(rows, RECEIVED_TILE_BYTES // (4 * kv_heads * max(width, 1))))
+    tile = torch.empty(kv_heads * step * width, dtype=torch.float32, device=q.device)
+    total = torch.zeros(kv_heads, width, dtype=torch.float32, device=q.device)
+    for first in range(0, rows, step):
+        last = min(rows, first + step)
+        scores = tile[: kv_heads * (last - first) * width].view(kv_heads, last - first, width)
+        if q.dtype == torch.float32:
+            torch.baddbmm(negative_lse[:, first:last], grouped_q[:, first:last], keys_t, alpha=scale, out=scores)
+        else:  # q.k in the model's dtype, as the attention computed it, then float32
+            scores.copy_(torch.bmm(grouped_q[:, first:last], keys_t)).mul_(scale).add_(negative_lse[:, first:last])
+        total += scores.exp_().sum(dim=1)
+    return total.sum(dim=0) * window_log_counts.float().exp()

@@ -101,18 +101,19 @@ class StatedCLMStep:
         d, M, c = self.decoder, self.budget, self.chunk_size
         cos, sin = self.cos, self.sin
         with torch.enable_grad():
-            key_leaf = keys.detach().requires_grad_()
-            value_leaf = values.detach().requires_grad_()
+            # one leaf per layer: a layer's gradient lands in its own tensor, where slices of one stacked
+            # leaf would each add into a zero-filled tensor as large as every layer's cache
+            key_leaves = [layer_keys.requires_grad_() for layer_keys in keys.detach().unbind(0)]
+            value_leaves = [layer_values.requires_grad_() for layer_values in values.detach().unbind(0)]
             x = d.embed(window_ids[:c])
-            rotated_cache = rotate(key_leaf, cos[:, None, :M], sin[:, None, :M])  # positions 0..M-1, all layers
             causal = torch.full((c, c), float("-inf"), dtype=x.dtype, device=x.device).triu(1)
             window_bias = counts.log().to(x.dtype)[:, None, :].expand(-1, c, -1)  # eq. 17: + log count
             biases = torch.cat([window_bias, causal.expand(counts.shape[0], -1, -1)], dim=2)  # [L, c, M + c]
             new_keys, new_values, received = [], [], []
             for layer in range(d.num_layers):
                 q, k, v = d.project(layer, d.attention_input(layer, x))
-                joined_keys = torch.cat([rotated_cache[layer], rotate(k, cos[layer, M:], sin[layer, M:])], dim=1)
-                joined_values = torch.cat([value_leaf[layer], v], dim=1)
+                joined_keys = rotate(torch.cat([key_leaves[layer], k], dim=1), cos[layer], sin[layer])  # at 0..M+c-1
+                joined_values = torch.cat([value_leaves[layer], v], dim=1)
                 out, got = attend(
                     q,
                     joined_keys,
@@ -132,7 +133,8 @@ class StatedCLMStep:
             hidden = d.final_norm(x)
             logits = d.logits(hidden).float()
             loss = F.cross_entropy(logits, window_ids[1:], reduction="sum")
-            key_grad, value_grad = torch.autograd.grad(loss, [key_leaf, value_leaf])
+            grads = torch.autograd.grad(loss, key_leaves + value_leaves)
+            key_grad, value_grad = torch.stack(grads[: len(key_leaves)]), torch.stack(grads[len(key_leaves) :])
         # the merge of §3.2-3.3 for every layer at once: c pairs each, then the chunk's entries appended
         kept = M - c
         pairs = select_pairs(
