@@ -12,7 +12,7 @@
 # gpu-report.json, gpu-logs.txt and cuda-tests.xml to --out (default $OUT, else ./gpu-report).
 # A lent machine runs one command for at most 10 minutes: split the full run with --only, e.g.
 # --only cuda-tests, then --only kernel-resources,kernel-speed, then --only method-speed, then
-# --only landmark-paths,recall-speed,train-step.
+# --only landmark-paths,recall-speed,retrieval-speed,train-step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"

@@ -52,6 +52,11 @@ PYTEST = (
     "600",
 )
 # Landmark's layer-major scorer against its window-by-window reference (full and quick sizes add lengths)
+RETRIEVAL_SPEED = (
+    "benchmarks/landmark_retrieval.py",
+    *("--device", "cuda", "--heads", "32", "--kv-heads", "8", "--dtype", "bfloat16"),
+    *("--out-json", "{out}/retrieval-speed.json"),
+)
 LANDMARK_PATHS = (
     "benchmarks/method_scoring.py",
     "--device",
@@ -199,6 +204,17 @@ PARTS = (
         120,
         60,
         json_name="recall-speed.json",
+    ),
+    Part(
+        "retrieval-speed",
+        "Landmark's retrieval attention for one layer of the ~1B Llama (32/8 heads, D 64, blocks of 64, top_k 5, "
+        "windows of 128), bf16, the Triton kernel against the PyTorch path: seconds, ratio, ops, peak memory, "
+        "largest difference",
+        RETRIEVAL_SPEED,
+        (*RETRIEVAL_SPEED, "--lengths", "4096"),
+        120,
+        60,
+        json_name="retrieval-speed.json",
     ),
     Part(
         "train-step",

@@ -43,6 +43,7 @@ def test_dry_run_lists_every_part_and_installs_nothing(tmp_path):
         "method-speed",
         "landmark-paths",
         "recall-speed",
+        "retrieval-speed",
         "train-step",
     ]
     assert "benchmarks/forgetting_attention.py --head-dims 64 128 --lengths 4096 16384 65536" in result.stdout
