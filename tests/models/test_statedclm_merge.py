@@ -126,3 +126,26 @@ def test_attention_received_is_the_softmax_weights_summed_over_heads_and_queries
     plain, nothing = attend(q, keys, values, log_counts, cos, sin, d**-0.5, want_received=False)
     assert nothing is None
     torch.testing.assert_close(out, plain, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_attention_received_is_the_same_in_tiles_of_any_number_of_queries(monkeypatch, dtype):
+    """eq. 18's sums go through one reused tile of scores; tiles of 1, 3 and 5 rows of a key-value head's
+    queries (its group's heads one after another: 3 and 5 cut across the heads) give the sums of
+    one tile, and those are the softmax weights written out."""
+    from lm_eval_longmem.models.bounded_cache import attention
+
+    generator = torch.Generator().manual_seed(2)
+    W, c, d = 7, 4, 8
+    q = torch.randn(6, c, d, generator=generator).to(dtype)  # 6 query heads on 2 key-value heads
+    keys = torch.randn(2, W + c, d, generator=generator).to(dtype)
+    log_counts = torch.log(torch.tensor([1.0, 2.0, 1.0, 5.0, 1.0, 1.0, 3.0]))
+    bias = attention.logit_bias(log_counts, c, torch.float32)
+    lse = attention.biased_scores(q.float(), keys.float(), bias, d**-0.5).logsumexp(dim=-1)
+    whole = attention.received_from_lse(q, keys[:, :W], log_counts, lse, d**-0.5)
+    for rows in (1, 3, 5):
+        monkeypatch.setattr(attention, "RECEIVED_TILE_BYTES", 4 * 2 * W * rows)
+        torch.testing.assert_close(attention.received_from_lse(q, keys[:, :W], log_counts, lse, d**-0.5), whole)
+    written_out = attention.attention_probabilities(q.float(), keys.float(), bias, d**-0.5).sum(dim=(0, 1))[:W]
+    tolerance = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(whole, written_out, rtol=tolerance, atol=tolerance)

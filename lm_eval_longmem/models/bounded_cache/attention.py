@@ -88,7 +88,7 @@ def attend(q, keys, values, window_log_counts, cos, sin, scale, want_received=Fa
 # Scores of one tile of queries x the window in `received_from_lse` (float32): small enough to stay
 # in a CPU's caches between the product that writes it and the exp and sum that read it, and
 # reused across tiles (a fresh cache-sized output is page-faulted in on every call).
-RECEIVED_TILE_BYTES = 2 * 2**20
+RECEIVED_TILE_BYTES = 8 * 2**20
 
 
 def received_from_lse(q, window_keys, window_log_counts, lse, scale: float) -> torch.Tensor:
