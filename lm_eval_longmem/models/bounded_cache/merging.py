@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from lm_eval_longmem.models.bounded_cache import fisher_average_cpu
 from lm_eval_longmem.models.bounded_cache.layer_cache import LayerCache
 
 
@@ -78,7 +79,10 @@ def fisher_average(x: torch.Tensor, grad: torch.Tensor, groups: torch.Tensor, nu
 
     Every shape is fixed by N and G (both known on the host) and the merged runs are picked out by
     masks, not by boolean indexing, so the merge never waits for the device; keys and values of
-    every layer go through one set of ops."""
+    every layer go through one set of ops. On the CPU, float32 goes to a C function that reads each
+    run once (`fisher_average_cpu.py`); this is its reference."""
+    if fisher_average_cpu.takes(x, grad):
+        return fisher_average_cpu.cpu_fisher_average(x, grad, groups, num_groups)
     size = merge_counts(torch.ones_like(groups), groups, num_groups)  # [L, G] members per group
     involved = size.gather(-1, groups) > 1  # [L, N]: the entry belongs to a merged run
     members, g = x.float(), grad.float()
