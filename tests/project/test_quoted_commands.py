@@ -102,6 +102,7 @@ FATES = {
     "python benchmarks/layer_major_scoring.py": BENCHMARK,
     "python benchmarks/recall_top_keys.py --device cuda": needs("CUDA: the Triton top-keys kernel vs PyTorch"),
     "python benchmarks/landmark_retrieval.py --device cpu": BENCHMARK,
+    "python benchmarks/fisher_merge.py": BENCHMARK,
     # docs/by-length.md
     "lm_eval --model longmem --model_args method=yarn,factor=4 --tasks longbench --output_path out/yarn "
     "--log_samples": LONGBENCH,
