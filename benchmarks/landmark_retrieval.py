@@ -21,16 +21,12 @@ torch op), peak memory above the inputs, and the largest difference from the PyT
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
 
 import torch
-from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
+from one_call_timing import rows_by_length, time_and_count  # benchmarks/ is on sys.path as a script
 
 from lm_eval_longmem.kernels.grouped_softmax import retrieval_attention
 from lm_eval_longmem.kernels.grouped_softmax.retrieval_attention import _path
-from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 
 
 def row_inputs(args, length: int) -> dict:
@@ -71,23 +67,9 @@ def fast_paths(inputs: dict) -> tuple[str, ...]:
 
 @torch.no_grad()
 def time_path(inputs: dict, backend: str, repeats: int, device: str) -> dict:
-    out = retrieval_attention(**inputs, backend=backend)  # warm-up: builds the C file or compiles the kernel
-    seconds = []
-    with PeakMemory(device) as memory:
-        for _ in range(repeats):
-            sync(device)
-            start = time.perf_counter()
-            retrieval_attention(**inputs, backend=backend)
-            sync(device)
-            seconds.append(time.perf_counter() - start)
-    with DispatchCount() as count:
-        retrieval_attention(**inputs, backend=backend)
-    return {
-        "seconds": statistics.median(seconds),
-        "peak_bytes": max(0, memory.peak),
-        "ops": count.ops,
-        "out": out,
-    }
+    timed = time_and_count(lambda: retrieval_attention(**inputs, backend=backend), repeats, device)
+    timed["out"] = timed.pop("result")
+    return timed
 
 
 def measure(args, length: int) -> dict:
@@ -165,15 +147,7 @@ def main(argv=None) -> list[dict]:
         f"{torch.get_num_threads()} threads",
         flush=True,
     )
-    rows = []
-    for length in args.lengths:
-        row = measure(args, length)
-        print_row(row)
-        rows.append(row)
-    if args.out_json:
-        with open(args.out_json, "w") as out:
-            json.dump({"settings": vars(args), "rows": rows}, out, indent=1)
-    return rows
+    return rows_by_length(args, measure, print_row)
 
 
 if __name__ == "__main__":

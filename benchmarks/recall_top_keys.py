@@ -26,19 +26,15 @@ tiny smoke run). The scan runs on the CPU where a C compiler builds it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import time
 
 import torch
-from infini_memory import PeakMemory, sync  # benchmarks/ is on sys.path when run as a script
+from one_call_timing import rows_by_length, time_and_count  # benchmarks/ is on sys.path as a script
 
 from lm_eval_longmem.kernels.top_keys import scan_top_keys
 from lm_eval_longmem.models.bounded_cache.chunk_recall import RecalledSpans
 from lm_eval_longmem.models.bounded_cache.chunk_windows import ChunkWindows, WindowShape
 from lm_eval_longmem.models.methods.longcache import LongCacheArgs
-from lm_eval_longmem.models.runtime.dispatch_count import DispatchCount
 
 
 def kernel_runs_here(device: str) -> bool:
@@ -53,24 +49,9 @@ def fast_paths(device: str) -> tuple[str, ...]:
 
 
 def time_recall(recall: RecalledSpans, queries, keys, windows, repeats: int, device: str) -> dict:
-    slots = recall(queries, keys, windows)  # warm-up (the kernel compiles on its first call)
-    seconds = []
-    with PeakMemory(device) as memory:
-        for _ in range(repeats):
-            sync(device)
-            start = time.perf_counter()
-            recall(queries, keys, windows)
-            sync(device)
-            seconds.append(time.perf_counter() - start)
-    with DispatchCount() as count:
-        recall(queries, keys, windows)
-    return {
-        "seconds": statistics.median(seconds),
-        "peak_bytes": max(0, memory.peak),
-        "ops": count.ops,
-        "host_reads": count.host_reads,
-        "slots": slots,
-    }
+    timed = time_and_count(lambda: recall(queries, keys, windows), repeats, device)
+    timed["slots"] = timed.pop("result")
+    return timed
 
 
 def measure(args, length: int) -> dict:
@@ -167,15 +148,7 @@ def main(argv=None) -> list[dict]:
         f"chunk {args.chunk}, {args.sinks} sinks, spans of {args.span}, {args.dtype} on {args.device}",
         flush=True,
     )
-    rows = []
-    for length in args.lengths:
-        row = measure(args, length)
-        print_row(row)
-        rows.append(row)
-    if args.out_json:
-        with open(args.out_json, "w") as out:
-            json.dump({"settings": vars(args), "rows": rows}, out, indent=1)
-    return rows
+    return rows_by_length(args, measure, print_row)
 
 
 if __name__ == "__main__":
