@@ -101,12 +101,19 @@ def landmark_model(tiny_model_dir):
     return model
 
 
+@pytest.mark.parametrize("in_place", [False, True])
 @pytest.mark.parametrize("earlier", [0, 3])
-def test_one_layer_attends_as_written_out(landmark_model, earlier):
+def test_one_layer_attends_as_written_out(landmark_model, earlier, in_place, monkeypatch):
     """Two windows (40 tokens) into the store and `earlier` tokens of the third, then a 5-token piece:
     against a loop over heads and queries (the earlier tokens' keys were rotated by their own piece,
     the landmark keys at the last fold). Layer 1: at layer 0 all landmark keys are one embedding and
-    older blocks tie (see retrieval.top_blocks)."""
+    older blocks tie (see retrieval.top_blocks). `in_place`: without gradients, on the CPU's C
+    function, which reads the chosen blocks where they lie; with them, the gathers of PyTorch."""
+    from lm_eval_longmem.models.landmark import sequence
+
+    calls = []
+    c_function = sequence.cpu_retrieval_attention
+    monkeypatch.setattr(sequence, "cpu_retrieval_attention", lambda *a: calls.append(a) or c_function(*a))
     decoder = Decoder(landmark_model)
     torch.manual_seed(0)
     seq = LandmarkSequence(decoder, block_size=4, top_k=3, window=20)
@@ -114,7 +121,10 @@ def test_one_layer_attends_as_written_out(landmark_model, earlier):
     x = torch.randn(5, decoder.hidden_size)
     q, k, v = decoder.project(1, x)
     earlier_k, earlier_v = seq.local[1].pre_rope_keys, seq.local[1].values
-    got = seq._attend(1, q, k, v)
+    calls.clear()
+    with torch.set_grad_enabled(not in_place):
+        got = seq._attend(1, q, k, v)
+    assert len(calls) == int(in_place) and got.requires_grad != in_place
     assert len({tuple(c) for c in seq.last_chosen[1].flatten(0, 1).tolist()}) > 1  # heads and tokens differ
 
     store, B, K, n = seq.stores[1], 4, 3, 10
@@ -145,10 +155,16 @@ def test_one_layer_attends_as_written_out(landmark_model, earlier):
     assert torch.allclose(got, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("in_place", [True, False])
 @pytest.mark.parametrize("selection", ["per_token_and_head", "max_over_tokens"])
-def test_pieces_of_any_size_give_the_same_outputs(landmark_model, selection):
+def test_pieces_of_any_size_give_the_same_outputs(landmark_model, selection, in_place, monkeypatch):
     """A window fed whole, token by token or in pieces of 7: each piece rotates only its own keys into
-    the window and reads the landmark keys rotated at the last fold, so every split must agree."""
+    the window and reads the landmark keys rotated at the last fold, so every split must agree; on
+    the CPU's C function (`in_place`, pieces start inside a window) and on PyTorch's gathers."""
+    from lm_eval_longmem.kernels.c_library import SWITCH_ENV
+
+    if not in_place:
+        monkeypatch.setenv(SWITCH_ENV, "0")
     decoder = Decoder(landmark_model)
     ids = [int(t) for t in torch.randint(4, 80, (70,), generator=torch.Generator().manual_seed(2))]
     outputs = []
@@ -271,12 +287,22 @@ def test_the_checkpoint_layout_fills_in_unset_arguments(landmark_model):
     assert Landmark(LandmarkArgs(block_size=8, top_k=1)).resolved_args()["block_size"] == 8
 
 
-def test_pieces_fill_the_gather_budget_on_a_gpu_and_stay_at_64_queries_on_the_cpu(landmark_model):
+def test_pieces_fill_the_gather_budget_on_a_gpu_and_stay_at_64_queries_on_the_cpu(landmark_model, monkeypatch):
     """A piece of c queries gathers 2 x H x c x top_k x B x d numbers; on a GPU the largest piece under
-    the budget goes through at once (fewer launches), on the CPU 64 queries (the fastest measured)."""
+    the budget goes through at once (fewer launches), on the CPU 64 queries (the fastest measured),
+    or a whole window where the C function reads the blocks in place (float32, a C compiler)."""
+    from lm_eval_longmem.kernels.c_library import SWITCH_ENV
+    from lm_eval_longmem.kernels.grouped_softmax import retrieval_cpu
+
     gpu_decoder = SimpleNamespace(device=torch.device("cuda"), dtype=torch.bfloat16, num_heads=32, head_dim=64)
     per_query = 2 * 32 * 5 * 64 * 64 * 2
     assert queries_per_pass(gpu_decoder, 64, 5, 512) == GATHER_BUDGET_BYTES // per_query == 204
     assert queries_per_pass(gpu_decoder, 64, 5, 128) == 128  # the study's window in one piece: never more
+    cpu_decoder = Decoder(landmark_model)
+    expected = 200 if retrieval_cpu.LIBRARY.available() else 64
+    assert queries_per_pass(cpu_decoder, 4, 2, 200) == expected
+    bf16_on_cpu = SimpleNamespace(device=torch.device("cpu"), dtype=torch.bfloat16)
+    assert queries_per_pass(bf16_on_cpu, 4, 2, 200) == 64
+    monkeypatch.setenv(SWITCH_ENV, "0")
     assert queries_per_pass(Decoder(landmark_model), 4, 2, 200) == 64
     assert LandmarkSequence(Decoder(landmark_model), 4, 2, 20).pass_size == 20

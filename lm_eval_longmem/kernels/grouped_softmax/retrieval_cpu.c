@@ -31,14 +31,14 @@
 typedef struct {
     const float *slot_queries;   /* [H, N, K, D] */
     const float *window_queries; /* [H, N, D] */
-    const float *window_keys;    /* [Hkv, N, D] */
-    const float *window_values;  /* [Hkv, N, D] */
+    const float *window_keys;    /* [Hkv, first_place + N, D] */
+    const float *window_values;  /* [Hkv, first_place + N, D] */
     const float *store_keys;     /* [Hkv, blocks, B, D] */
     const float *store_values;   /* [Hkv, blocks, B, D] */
     const int64_t *chosen;       /* [H, N, K] */
     const uint8_t *slot_valid;   /* [H, N, K] */
     float *out;                  /* [H, N, D] */
-    int64_t heads, kv_heads, length, slots, dim, blocks, block_size, window;
+    int64_t heads, kv_heads, length, slots, dim, blocks, block_size, window, first_place;
     float scaling, softcap;
     int64_t first_row, last_row; /* rows h * N + n of this worker */
     int status;                  /* 0, or -2: a chosen block outside the store */
@@ -106,16 +106,17 @@ static inline void merge_block(const Work *w, Merge *m, const float *query, cons
 VECTOR_CLONES
 static void attend_rows(Work *w, float *scratch) {
     int64_t H = w->heads, N = w->length, K = w->slots, D = w->dim, B = w->block_size, W = w->window;
-    int64_t group = H / w->kv_heads;
+    int64_t group = H / w->kv_heads, key_rows = w->first_place + N;
     float *scores = scratch, *inside = scratch + B, *sum = inside + D;
     for (int64_t row = w->first_row; row < w->last_row; row++) {
         int64_t h = row / N, n = row % N, kv = h / group;
-        int64_t place = n % W, window_start = n - place, own = place / B;
+        int64_t key = w->first_place + n; /* the query's own key row */
+        int64_t place = key % W, window_start = key - place, own = place / B;
         Merge m = {-INFINITY, 0.0f, sum};
         memset(sum, 0, (size_t)D * sizeof(float));
         const float *query = w->window_queries + row * D;
-        const float *keys = w->window_keys + (kv * N + window_start) * D;
-        const float *values = w->window_values + (kv * N + window_start) * D;
+        const float *keys = w->window_keys + (kv * key_rows + window_start) * D;
+        const float *values = w->window_values + (kv * key_rows + window_start) * D;
         /* the own block first, so the maximum is finite before a gate that may be -inf */
         for (int64_t j = own * B; j <= place; j++) {
             if (j % B == B - 1) continue; /* a landmark: its value is never read */
@@ -152,14 +153,17 @@ static void *run_worker(void *argument) {
     return NULL;
 }
 
-/* Every row h * N + n, split into `threads` runs, one per thread (this one included).
+/* Every row h * N + n, split into `threads` runs, one per thread (this one included). Query n's own
+ * key is window key row first_place + n: 0 when the queries are whole windows of a row (each its
+ * window's keys), the window's fill before them when they are a piece of one window (decoding).
  * Returns 0; -1 when memory (or no thread at all) could be had; -2 for a chosen block outside the
  * store. The tensors are contiguous, laid out as in Work. */
 int retrieval_attention(const float *slot_queries, const float *window_queries, const float *window_keys,
                         const float *window_values, const float *store_keys, const float *store_values,
                         const int64_t *chosen, const uint8_t *slot_valid, float *out, int64_t heads,
                         int64_t kv_heads, int64_t length, int64_t slots, int64_t dim, int64_t blocks,
-                        int64_t block_size, int64_t window, float scaling, float softcap, int64_t threads) {
+                        int64_t block_size, int64_t window, int64_t first_place, float scaling, float softcap,
+                        int64_t threads) {
     int64_t rows = heads * length;
     if (threads < 1) threads = 1;
     if (threads > rows) threads = rows > 0 ? rows : 1;
@@ -175,8 +179,8 @@ int retrieval_attention(const float *slot_queries, const float *window_queries, 
     for (int64_t t = 0; t < threads; t++) {
         work[t] = (Work){slot_queries, window_queries, window_keys, window_values, store_keys, store_values,
                          chosen,       slot_valid,     out,         heads,         kv_heads,   length,
-                         slots,        dim,            blocks,      block_size,    window,     scaling,
-                         softcap,      rows * t / threads, rows * (t + 1) / threads, 0};
+                         slots,        dim,            blocks,      block_size,    window,     first_place,
+                         scaling,      softcap,        rows * t / threads, rows * (t + 1) / threads, 0};
     }
     for (int64_t t = 1; t < threads; t++) started[t] = pthread_create(&ids[t], NULL, run_worker, &work[t]) == 0;
     run_worker(&work[0]);

@@ -22,7 +22,7 @@ def _declare(library: ctypes.CDLL) -> None:
     attend = library.retrieval_attention
     attend.restype = ctypes.c_int
     pointer, size, real = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-    attend.argtypes = [pointer] * 9 + [size] * 8 + [real, real, size]
+    attend.argtypes = [pointer] * 9 + [size] * 9 + [real, real, size]
 
 
 LIBRARY = CLibrary(Path(__file__).with_name("retrieval_cpu.c"), _declare)
@@ -53,8 +53,13 @@ def cpu_retrieval_attention(
     window: int,
     scaling: float,
     softcap: float | None = None,
+    first_place: int = 0,
 ) -> torch.Tensor:
-    """`retrieval_attention` (same arguments, see its module) on CPU float32 tensors: [H, N, d]."""
+    """`retrieval_attention` (same arguments, see its module) on CPU float32 tensors: [H, N, d].
+
+    `first_place`: the window keys and values hold `first_place` more rows than there are queries, and
+    query n's own key is row first_place + n (0: the queries are whole windows, as in the module; the
+    window's fill before a piece of one window, as `models/landmark/sequence.py` feeds them)."""
     library = LIBRARY.library("the CPU retrieval attention")
     heads, length, slots, dim = slot_queries.shape
     kv_heads, blocks, block_size = store_keys.shape[:3]
@@ -66,6 +71,11 @@ def cpu_retrieval_attention(
         raise TypeError("the CPU retrieval attention takes float32 CPU tensors")
     if block_size < 2:
         raise ValueError(f"blocks of {block_size} hold no key beside the landmark")
+    if window_keys.shape[1] != first_place + length or window_values.shape[1] != first_place + length:
+        raise ValueError(
+            f"{length} queries from window place {first_place} need {first_place + length} window keys and values, "
+            f"got {window_keys.shape[1]} and {window_values.shape[1]}"
+        )
     chosen = chosen.to(dtype=torch.int64).contiguous()
     slot_valid = slot_valid.to(dtype=torch.bool).contiguous()
     out = torch.empty(heads, length, dim, dtype=torch.float32, device="cpu")
@@ -82,6 +92,7 @@ def cpu_retrieval_attention(
         blocks,
         block_size,
         window,
+        first_place,
         scaling,
         softcap or 0.0,
         torch.get_num_threads(),

@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 import torch
 
-from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax
+from lm_eval_longmem.kernels.grouped_softmax import grouped_softmax, retrieval_cpu
+from lm_eval_longmem.kernels.grouped_softmax.retrieval_cpu import cpu_retrieval_attention, cpu_unavailable_reason
 from lm_eval_longmem.models.landmark.block_store import BlockStore, ReusedBuffer
 from lm_eval_longmem.models.landmark.grouped_query import grouped_matmul
 from lm_eval_longmem.models.landmark.retrieval import BlockChooser, Selection
@@ -36,7 +37,8 @@ from lm_eval_longmem.models.runtime.llama_decoder import Decoder, rotate, soft_c
 # larger pieces mean fewer kernel launches: pieces fill GATHER_BUDGET_BYTES, sized so that the
 # study's whole window goes through in one piece on its 1B Llama. On the CPU, larger gathers fall
 # out of the caches: pieces hold the number of queries that measured fastest there
-# (docs/methods/landmark.md, "Speed").
+# (docs/methods/landmark.md, "Speed"), unless the C function reads the blocks in place (float32,
+# a C compiler): then nothing is gathered and a window goes through whole.
 GATHER_BUDGET_BYTES = 512 * 2**20
 CPU_QUERIES_PER_PASS = 64
 MIN_QUERIES_PER_PASS = 16
@@ -45,7 +47,8 @@ MIN_QUERIES_PER_PASS = 16
 def queries_per_pass(decoder: Decoder, block_size: int, top_k: int, window: int) -> int:
     """How many of a window's queries go through in one piece on the decoder's device."""
     if decoder.device.type == "cpu":
-        return min(window, CPU_QUERIES_PER_PASS)
+        in_place = decoder.dtype == torch.float32 and retrieval_cpu.LIBRARY.available()
+        return window if in_place else min(window, CPU_QUERIES_PER_PASS)
     itemsize = torch.empty((), dtype=decoder.dtype).element_size()
     per_query = 2 * decoder.num_heads * top_k * block_size * decoder.head_dim * itemsize
     return max(MIN_QUERIES_PER_PASS, min(window, GATHER_BUDGET_BYTES // per_query))
@@ -162,7 +165,6 @@ class LandmarkSequence:
             landmark_scores = grouped_matmul(queries, self.landmarks[layer].transpose(1, 2))
             chosen = self.choosers[layer].choose(soft_cap(landmark_scores * d.scaling, d.attn_softcap), k)
             self.last_chosen[layer] = chosen
-            block_keys, block_values = store.gather(chosen, group, self._gathered)  # [H, c, k, B, d]
             # q . R(start) k' = (R(-start) q) . k': one rotation per query and chosen block, instead
             # of one per retrieved key ([H, c, k, d] against [H, c, k, B, d]). A block starts at one
             # of k + 1 places: rotate each query to all of them once and pick.
@@ -172,6 +174,16 @@ class LandmarkSequence:
             )  # [H, c, k + 1, d]
             steps = slot_steps(chosen, n, self.top_k)[..., None].expand(-1, -1, -1, queries.shape[-1])
             queries_at_slots = at_every_start.gather(2, steps)
+            read_in_place = (queries_at_slots, queries, window.keys, window.values, store.keys, store.values)
+            if cpu_unavailable_reason(read_in_place, torch.is_grad_enabled() and queries.requires_grad) is None:
+                # the CPU's C function reads the chosen blocks where they lie (no gather); every slot
+                # holds a block (k <= n), and the piece's queries are the last of the window's keys
+                every_slot = torch.ones(chosen.shape, dtype=torch.bool, device=chosen.device)
+                first_place = window.keys.shape[1] - q.shape[1]
+                return cpu_retrieval_attention(
+                    *read_in_place, chosen, every_slot, self.window, d.scaling, d.attn_softcap, first_place
+                )
+            block_keys, block_values = store.gather(chosen, group, self._gathered)  # [H, c, k, B, d]
             retrieved = torch.einsum("hckd,hckbd->hckb", queries_at_slots, block_keys).flatten(2)
             scores = torch.cat([retrieved, scores], dim=-1)
         weights = grouped_softmax(soft_cap(scores.float() * d.scaling, d.attn_softcap), B).to(q.dtype)
