@@ -160,7 +160,7 @@ class LandmarkSequence:
             [q.shape[0], new_keys.shape[0]]
         )
         window = self.local[layer] = window.extended(new_keys, keys, new_values)
-        scores = grouped_matmul(queries, window.keys.transpose(1, 2))
+        retrieved = None
         if k:
             landmark_scores = grouped_matmul(queries, self.landmarks[layer].transpose(1, 2))
             chosen = self.choosers[layer].choose(soft_cap(landmark_scores * d.scaling, d.attn_softcap), k)
@@ -185,6 +185,8 @@ class LandmarkSequence:
                 )
             block_keys, block_values = store.gather(chosen, group, self._gathered)  # [H, c, k, B, d]
             retrieved = torch.einsum("hckd,hckbd->hckb", queries_at_slots, block_keys).flatten(2)
+        scores = grouped_matmul(queries, window.keys.transpose(1, 2))  # the window's, after the C path's return
+        if retrieved is not None:
             scores = torch.cat([retrieved, scores], dim=-1)
         weights = grouped_softmax(soft_cap(scores.float() * d.scaling, d.attn_softcap), B).to(q.dtype)
         out = grouped_matmul(weights[..., k * B :], window.values)
